@@ -1,0 +1,43 @@
+//! # irqpilot-core
+//!
+//! The domain model and the pure policies of irqpilot. Every job the tool does is one loop:
+//!
+//! ```text
+//! Platform::snapshot() -> Snapshot          raw counters + time      (irqpilot-linux / irqpilot-sim)
+//! Rates::between(prev, cur)                  pure arithmetic          (this crate)
+//! policy.decide(...) -> Plan                 pure: no I/O/clock/RNG   (this crate)
+//! Platform::apply(&Plan) -> ApplyReport      the only writer          (irqpilot-linux / irqpilot-sim)
+//! ```
+//!
+//! This crate holds the types every stage shares: [`CpuId`], [`IrqNum`], [`CpuSet`] (with the
+//! kernel's cpulist and hex-mask forms), [`Topology`], [`Isolation`], [`Irq`] and [`PciDevice`]
+//! (with queue roles recognised from driver names), [`Snapshot`], [`Rates`], [`Plan`], and the
+//! [`Platform`] trait. It does no I/O: text formats live in `irqpilot-linux`.
+
+#![warn(missing_docs)]
+
+pub mod cpuset;
+pub mod ids;
+pub mod irq;
+pub mod isolation;
+pub mod machine;
+pub mod plan;
+pub mod platform;
+pub mod queue;
+pub mod rates;
+pub mod snapshot;
+pub mod topology;
+
+pub use cpuset::{CpuSet, CpuSetError, MAX_CPUS};
+pub use ids::{CpuId, IrqNum, MonoNs, NodeId, PciAddr};
+pub use irq::{Irq, PciDevice, Trigger};
+pub use isolation::{Housekeeping, HousekeepingBasis, IsolCpus, IsolFlag, Isolation};
+pub use machine::{Gap, GapReason, Machine};
+pub use plan::{Action, ApplyError, ApplyReport, Outcome, Plan};
+pub use platform::{Platform, PlatformError};
+pub use queue::{NamingScheme, Queue, QueueKind};
+pub use rates::{CpuRate, Rates, RowRate, RowStatus};
+pub use snapshot::{
+    CpuTicks, InterruptRow, InterruptTable, ProcStat, RowLabel, Snapshot, SoftirqTable,
+};
+pub use topology::{Cache, CacheKind, CpuRelation, CpuTopo, Topology};
