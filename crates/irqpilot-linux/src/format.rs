@@ -1,0 +1,14 @@
+//! The kernel's text formats: parse (text -> model) and render (model -> the kernel's text).
+//!
+//! Parsers never panic on any input: malformed text gives a [`crate::ParseError`] naming the line
+//! and the offending token.
+
+pub mod cmdline;
+pub mod cpu;
+pub mod interrupts;
+pub mod irq_desc;
+pub mod pci;
+pub mod procirq;
+pub mod softirqs;
+pub mod stat;
+pub mod sysirq;
