@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod cpuset;
+pub mod findings;
 pub mod ids;
 pub mod irq;
 pub mod isolation;
@@ -29,6 +30,7 @@ pub mod snapshot;
 pub mod topology;
 
 pub use cpuset::{CpuSet, CpuSetError, MAX_CPUS};
+pub use findings::{Finding, FindingsConfig, Severity};
 pub use ids::{CpuId, IrqNum, MonoNs, NodeId, PciAddr};
 pub use irq::{Irq, PciDevice, Trigger};
 pub use isolation::{Housekeeping, HousekeepingBasis, IsolCpus, IsolFlag, Isolation};
