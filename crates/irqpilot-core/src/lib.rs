@@ -24,6 +24,7 @@ pub mod isolation;
 pub mod machine;
 pub mod plan;
 pub mod platform;
+pub mod policy;
 pub mod queue;
 pub mod rates;
 pub mod snapshot;
@@ -35,8 +36,9 @@ pub use ids::{CpuId, IrqNum, MonoNs, NodeId, PciAddr};
 pub use irq::{Irq, PciDevice, Trigger};
 pub use isolation::{Housekeeping, HousekeepingBasis, IsolCpus, IsolFlag, Isolation};
 pub use machine::{Gap, GapReason, Machine};
-pub use plan::{Action, ApplyError, ApplyReport, Outcome, Plan};
+pub use plan::{Action, ApplyError, ApplyReport, CoalesceParams, Outcome, Plan};
 pub use platform::{Platform, PlatformError};
+pub use policy::{Policy, PolicyInput};
 pub use queue::{NamingScheme, Queue, QueueKind};
 pub use rates::{CpuRate, Rates, RowRate, RowStatus};
 pub use snapshot::{

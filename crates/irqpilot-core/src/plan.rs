@@ -23,6 +23,76 @@ pub enum Action {
         /// The CPUs.
         cpus: CpuSet,
     },
+    /// Set NIC interrupt coalescing (ethtool), for one queue or the whole device.
+    SetCoalesce {
+        /// Network interface.
+        device: String,
+        /// Queue index; `None` for the device-wide setting.
+        queue: Option<u32>,
+        /// The parameters to change (unset fields are left alone).
+        params: CoalesceParams,
+    },
+    /// Set NVMe Interrupt Coalescing (Set Features 08h) on a controller.
+    SetNvmeCoalescing {
+        /// Controller, e.g. `nvme0`.
+        controller: String,
+        /// Aggregation time in 100 us units (0 = no delay).
+        time_100us: u8,
+        /// Aggregation threshold in completion entries (1-256; the spec field is 0's based).
+        threshold: u16,
+    },
+    /// Enable or disable coalescing for one NVMe interrupt vector (Set Features 09h).
+    SetNvmeVectorCoalescing {
+        /// Controller, e.g. `nvme0`.
+        controller: String,
+        /// Interrupt vector.
+        vector: u16,
+        /// `true` sets Coalescing Disable.
+        disable: bool,
+    },
+    /// Set a global parameter of the kernel's software interrupt moderation (GSIM), where the
+    /// kernel carries it (`/proc/irq/soft_moderation`).
+    SetSoftModeration {
+        /// Parameter name (`delay_us`, `target_intr_rate`, `hardirq_percent`, `update_ms`, ...).
+        param: String,
+        /// New value.
+        value: u64,
+    },
+    /// Enable or disable kernel software moderation for one IRQ (`/proc/irq/N/soft_moderation`).
+    SetIrqSoftModeration {
+        /// The IRQ.
+        irq: IrqNum,
+        /// Whether moderation applies.
+        enabled: bool,
+    },
+    /// Set a NIC's queue counts (ethtool channels).
+    SetChannels {
+        /// Network interface.
+        device: String,
+        /// Combined channels.
+        combined: Option<u32>,
+        /// RX-only channels.
+        rx: Option<u32>,
+        /// TX-only channels.
+        tx: Option<u32>,
+    },
+}
+
+/// NIC coalescing parameters (`ethtool -C`); `None` fields are not changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoalesceParams {
+    /// `rx-usecs`: delay before an RX interrupt.
+    pub rx_usecs: Option<u32>,
+    /// `rx-frames`: frames before an RX interrupt.
+    pub rx_max_frames: Option<u32>,
+    /// `tx-usecs`.
+    pub tx_usecs: Option<u32>,
+    /// `tx-frames`.
+    pub tx_max_frames: Option<u32>,
+    /// `adaptive-rx` (the driver's own adaptive moderation, often DIM).
+    pub use_adaptive_rx: Option<bool>,
+    /// `adaptive-tx`.
+    pub use_adaptive_tx: Option<bool>,
 }
 
 /// An ordered list of changes, with the reasons a policy wants to show.
@@ -38,6 +108,59 @@ impl Plan {
     /// Whether the plan changes nothing.
     pub fn is_empty(&self) -> bool {
         self.actions.is_empty()
+    }
+}
+
+impl Action {
+    /// A short description for reports and logs.
+    pub fn describe(&self) -> String {
+        match self {
+            Action::SetAffinity { irq, cpus } => format!("irq {irq} -> cpus {cpus}"),
+            Action::SetDefaultAffinity { cpus } => format!("default affinity -> cpus {cpus}"),
+            Action::SetCoalesce {
+                device,
+                queue,
+                params,
+            } => {
+                let q = queue.map(|q| format!(" queue {q}")).unwrap_or_default();
+                format!("{device}{q} coalesce {params:?}")
+            }
+            Action::SetNvmeCoalescing {
+                controller,
+                time_100us,
+                threshold,
+            } => format!(
+                "{controller} interrupt coalescing time {}us threshold {threshold}",
+                *time_100us as u32 * 100
+            ),
+            Action::SetNvmeVectorCoalescing {
+                controller,
+                vector,
+                disable,
+            } => {
+                format!(
+                    "{controller} vector {vector} coalescing {}",
+                    if *disable { "off" } else { "on" }
+                )
+            }
+            Action::SetSoftModeration { param, value } => {
+                format!("soft_moderation {param}={value}")
+            }
+            Action::SetIrqSoftModeration { irq, enabled } => {
+                format!(
+                    "irq {irq} soft_moderation {}",
+                    if *enabled { "on" } else { "off" }
+                )
+            }
+            Action::SetChannels {
+                device,
+                combined,
+                rx,
+                tx,
+            } => {
+                format!("{device} channels combined={combined:?} rx={rx:?} tx={tx:?}")
+            }
+        }
     }
 }
 
