@@ -22,6 +22,7 @@ pub mod ids;
 pub mod irq;
 pub mod isolation;
 pub mod machine;
+pub mod moderation;
 pub mod plan;
 pub mod platform;
 pub mod policy;

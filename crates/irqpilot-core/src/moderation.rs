@@ -1,0 +1,11 @@
+//! Interrupt moderation algorithms, as pure state machines.
+//!
+//! * [`dim`]: Linux net DIM (`lib/dim/net_dim.c`), the per-queue hill climber most NIC drivers use.
+//! * [`aim`]: e1000/igb adaptive interrupt moderation (FreeBSD `enable_aim` modes 0/1/2).
+//!
+//! The simulator runs these inside its simulated drivers; the Linux actuators never need them
+//! (the real drivers run their own copies). Constants and their sources are in
+//! `shared/research/moderation.md` sections 2 and 3.
+
+pub mod aim;
+pub mod dim;
