@@ -8,12 +8,15 @@
 //!   Parsers take `&str`, never paths.
 //! * [`inventory`]: reads a [`irqpilot_core::Machine`] from a root directory (default `/`); any
 //!   file but `/proc/interrupts` may be missing and becomes a recorded gap.
+//! * [`capture`]: copies the files irqpilot reads from a root into a fixture tree with a
+//!   `MANIFEST.toml` (`irqpilot capture`).
 //!
 //! Every file access goes through [`root::Root`], so tests and the simulator's exported tree use
 //! the same code as a live machine.
 
 #![warn(missing_docs)]
 
+pub mod capture;
 pub mod error;
 pub mod format;
 pub mod inventory;
