@@ -263,7 +263,12 @@ impl Copier<'_> {
         match self.from.list_dir(rel) {
             Ok(names) => names.unwrap_or_default(),
             Err(reason) => {
-                self.skip(rel, format!("{reason:?}"));
+                let why = match reason {
+                    irqpilot_core::GapReason::Missing => "missing".to_string(),
+                    irqpilot_core::GapReason::PermissionDenied => "permission denied".to_string(),
+                    irqpilot_core::GapReason::Unparsable(msg) => msg,
+                };
+                self.skip(rel, why);
                 Vec::new()
             }
         }

@@ -2,8 +2,21 @@
 //!
 //! [`read_machine`] walks the files below and fills the model through the parsers of
 //! [`crate::format`]. Everything except the root itself is optional: a missing, unreadable or
-//! malformed source becomes a [`irqpilot_core::Gap`] (grouped, see `inventory/gaps.rs`) and the
-//! field it would have filled stays `None`. The read never stops at a bad file.
+//! malformed source becomes a [`irqpilot_core::Gap`] and the field it would have filled stays
+//! `None`. The read never stops at a bad file.
+//!
+//! Gaps are grouped so that one cause gives one line:
+//!
+//! * a file read per IRQ, CPU or device is one gap per (file, reason), its path naming the items:
+//!   `proc/irq/*/effective_affinity_list` when every item lacks it, `proc/irq/27` for one item,
+//!   `proc/irq/{25-26,31}/node` for some;
+//! * malformed files of one kind share a gap whose message is the first file's
+//!   `path:line: message` and how many more failed the same way;
+//! * nothing is reported under a missing or unreadable directory that is itself a gap (no `sys`
+//!   is one gap);
+//! * where the kernel legitimately has no file, there is no gap: `msi_irqs/`, `driver`, `net/`
+//!   absent on a device, topology and caches of an offline CPU, `nohz_full` on a kernel without
+//!   `CONFIG_NO_HZ_FULL` when the command line asks for none.
 //!
 //! | part | sources |
 //! |---|---|

@@ -2,7 +2,7 @@
 //!
 //! The Linux side of irqpilot: the kernel's text formats and a platform over a root directory.
 //!
-//! * [`format`]: parsers (text in, `irqpilot-core` model out) and renderers (model back to the
+//! * [`format`](mod@format): parsers (text in, `irqpilot-core` model out) and renderers (model back to the
 //!   kernel's exact text) for `/proc/interrupts`, `/proc/stat`, `/proc/softirqs`, `/proc/irq/N/*`,
 //!   `/sys/kernel/irq/N/*`, CPU topology and caches, NUMA nodes, `/proc/cmdline` and PCI devices.
 //!   Parsers take `&str`, never paths.
