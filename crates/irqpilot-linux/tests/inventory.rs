@@ -801,3 +801,51 @@ fn irq_only_in_sysfs_and_mask_files() {
     );
     assert_eq!(m.irqs[&IrqNum(28)].affinity_hint, Some(l("1,33")));
 }
+
+#[test]
+fn managed_state_from_debugfs() {
+    let debug = |dstate: &str, names: &[&str]| {
+        let mut s = format!(
+            "handler:  handle_edge_irq\ndevice:   0000:00:02.0\nstatus:   0x00000000\n\
+             istate:   0x00000000\nddepth:   0\nwdepth:   0\ndstate:   {dstate}\n"
+        );
+        for n in names {
+            s.push_str(&format!("            {n}\n"));
+        }
+        s.push_str("node:     0\naffinity: 0-1\neffectiv: 1\n");
+        s
+    };
+    let t = Tree::new();
+    t.cpus("0-1", "0-1")
+        .file("proc/cmdline", "quiet\n")
+        .irq(35, "PCI-MSIX-0000:00:02.0", "virtio1-config", "0-1", "-1")
+        .irq(36, "PCI-MSIX-0000:00:02.0", "virtio1-req.0", "0-1", "0")
+        .irq(37, "PCI-MSIX-0000:00:03.0", "virtio2-input.0", "0-1", "-1")
+        .file(
+            "sys/kernel/debug/irq/irqs/35",
+            &debug("0x00401200", &["IRQD_ACTIVATED", "IRQD_IRQ_STARTED"]),
+        )
+        .file(
+            "sys/kernel/debug/irq/irqs/36",
+            &debug(
+                "0x31600200",
+                &[
+                    "IRQD_ACTIVATED",
+                    "IRQD_AFFINITY_MANAGED",
+                    "IRQD_MANAGED_SHUTDOWN",
+                ],
+            ),
+        )
+        .file(
+            "sys/kernel/debug/irq/irqs/37",
+            "handler:  handle_edge_irq\n",
+        );
+    let m = t.read();
+    assert_eq!(m.irqs[&IrqNum(35)].managed, Some(false));
+    assert_eq!(m.irqs[&IrqNum(36)].managed, Some(true));
+    assert_eq!(m.irqs[&IrqNum(37)].managed, None);
+    match &gap(&m, "sys/kernel/debug/irq/irqs/37").unwrap().reason {
+        GapReason::Unparsable(msg) => assert!(msg.contains("dstate"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+}

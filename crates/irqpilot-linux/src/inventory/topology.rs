@@ -50,14 +50,19 @@ pub(super) fn read_topology(root: &Root, log: &mut GapLog) -> Topology {
         let sub = match root.list_dir(&format!("{CPU_DIR}/{name}")) {
             Ok(sub) => sub.unwrap_or_default(),
             Err(reason) => {
-                // Logged once here; the per-directory gaps below fall under it and are dropped.
+                // One gap for the directory; nothing under it is looked at.
                 log.item(
                     &format!("{CPU_DIR}/cpu{{}}"),
                     &c.0.to_string(),
                     expected_count,
                     reason,
                 );
-                Vec::new()
+                dirs.push(CpuDir {
+                    cpu: c,
+                    has_topology: false,
+                    cache_indices: Vec::new(),
+                });
+                continue;
             }
         };
         let has = |d: &str| sub.iter().any(|n| n == d);
