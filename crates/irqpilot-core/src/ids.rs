@@ -64,18 +64,21 @@ impl MonoNs {
 pub struct PciAddr(pub String);
 
 impl PciAddr {
-    /// Accepts `dddd:bb:dd.f` (hex digits), the form of `/sys/bus/pci/devices` entries.
+    /// Accepts `dddd:bb:dd.f` (hex digits), the form of `/sys/bus/pci/devices` entries. The
+    /// domain is printed `%04x`, so it can be wider than 4 digits (Intel VMD domains such as
+    /// `10000:e1:00.0`).
     pub fn parse(s: &str) -> Option<PciAddr> {
         let b = s.as_bytes();
+        let domain = b.len().checked_sub(8)?;
         let hex = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_hexdigit);
-        let ok = b.len() == 12
-            && hex(0..4)
-            && b[4] == b':'
-            && hex(5..7)
-            && b[7] == b':'
-            && hex(8..10)
-            && b[10] == b'.'
-            && (b'0'..=b'7').contains(&b[11]);
+        let ok = (4..=8).contains(&domain)
+            && hex(0..domain)
+            && b[domain] == b':'
+            && hex(domain + 1..domain + 3)
+            && b[domain + 3] == b':'
+            && hex(domain + 4..domain + 6)
+            && b[domain + 6] == b'.'
+            && (b'0'..=b'7').contains(&b[domain + 7]);
         ok.then(|| PciAddr(s.to_string()))
     }
 
@@ -102,6 +105,9 @@ mod tests {
         assert!(PciAddr::parse("0000:3b:00.8").is_none());
         assert!(PciAddr::parse("0000:3b:00").is_none());
         assert!(PciAddr::parse("virtio0").is_none());
+        assert!(PciAddr::parse("10000:e1:00.0").is_some());
+        assert!(PciAddr::parse("000:3b:00.1").is_none());
+        assert!(PciAddr::parse("").is_none());
     }
 
     #[test]

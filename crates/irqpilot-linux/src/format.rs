@@ -12,3 +12,4 @@ pub mod procirq;
 pub mod softirqs;
 pub mod stat;
 pub mod sysirq;
+pub mod value;
