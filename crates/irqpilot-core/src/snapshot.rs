@@ -149,6 +149,24 @@ impl InterruptTable {
         self.rows.push(row);
     }
 
+    /// [`InterruptTable::begin_row`] for a named row, taking the label as `&str`: the spare row's
+    /// label string is reused, so parsing the same file again allocates nothing for named rows.
+    pub fn begin_named_row(&mut self, name: &str, lead: &str, first_width: u8) {
+        let label = match self.spare.last_mut() {
+            Some(InterruptRow {
+                label: RowLabel::Named(s),
+                ..
+            }) => {
+                let mut s = std::mem::take(s);
+                s.clear();
+                s.push_str(name);
+                RowLabel::Named(s)
+            }
+            _ => RowLabel::Named(name.to_string()),
+        };
+        self.begin_row(label, lead, first_width);
+    }
+
     /// Appends one count to the last row.
     pub fn push_count(&mut self, value: u64) {
         self.counts.push(value);
@@ -390,6 +408,21 @@ mod tests {
         assert_eq!(t, copy);
         t.pop_row();
         assert_eq!(t.rows().len(), 1);
+    }
+
+    #[test]
+    fn begin_named_row_reuses_label() {
+        let mut t = InterruptTable::default();
+        t.begin_named_row("NMI", "NMI:", 10);
+        t.push_count(3);
+        t.clear();
+        t.begin_named_row("LOC", "LOC:", 10);
+        t.push_count(4);
+        t.begin_named_row("ERR", "ERR:", 10);
+        assert_eq!(t.rows()[0].label, RowLabel::Named("LOC".into()));
+        assert_eq!(t.rows()[1].label, RowLabel::Named("ERR".into()));
+        assert_eq!(t.counts(&t.rows()[0]), &[4]);
+        assert!(t.counts(&t.rows()[1]).is_empty());
     }
 
     #[test]
