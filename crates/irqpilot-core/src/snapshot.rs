@@ -125,8 +125,8 @@ impl InterruptTable {
         self.cpus.clear();
         self.counts.clear();
         self.final_newline = true;
-        let rows = std::mem::take(&mut self.rows);
-        self.spare.extend(rows.into_iter().rev());
+        // `drain` keeps the row vector's own buffer too (taking it would free it).
+        self.spare.extend(self.rows.drain(..).rev());
     }
 
     /// Starts a new row (reusing a spare one's allocations); add its counts with
