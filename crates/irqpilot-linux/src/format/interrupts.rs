@@ -17,6 +17,8 @@
 //! the same machine's file again and again stops allocating after the first read.
 
 mod parse;
+#[cfg(test)]
+mod proptests;
 mod render;
 #[cfg(test)]
 mod tests;

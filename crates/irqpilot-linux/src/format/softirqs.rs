@@ -92,6 +92,34 @@ pub fn render_softirqs(table: &SoftirqTable) -> String {
 mod tests {
     use super::*;
     use irqpilot_core::CpuId;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
+            let text = String::from_utf8_lossy(&bytes);
+            let _ = parse_softirqs(&text);
+            let _ = parse_softirqs(&format!("                    CPU0       CPU1\n{text}"));
+        }
+
+        #[test]
+        fn generated_tables_round_trip_exactly(
+            cpus in prop::collection::btree_set(0u32..2048, 1..40),
+            rows in prop::collection::vec(("[A-Z][A-Z_]{0,13}", any::<u64>()), 0..12),
+        ) {
+            let cpus: Vec<CpuId> = cpus.into_iter().map(CpuId).collect();
+            let n = cpus.len() as u64;
+            let rows = rows
+                .into_iter()
+                .map(|(name, seed)| (name, (0..n).map(|i| seed.rotate_left(i as u32) >> (i % 64)).collect()))
+                .collect();
+            let t = SoftirqTable { cpus, rows };
+            let text = render_softirqs(&t);
+            let back = parse_softirqs(&text);
+            prop_assert_eq!(back.as_ref(), Ok(&t));
+            prop_assert_eq!(render_softirqs(&back.unwrap()), text);
+        }
+    }
 
     const FOUR: &str = "                    CPU0       CPU1       CPU2       CPU3       
           HI:         29          0          0          0

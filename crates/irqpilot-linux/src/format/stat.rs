@@ -165,6 +165,7 @@ fn push_counts(buf: &mut Vec<u8>, key: &[u8], total: u64, each: &[u64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     const STAT_418: &str = "\
 cpu  12333 29 11930 386965 126 4523 2711 0 0 0
@@ -250,6 +251,75 @@ softirq 2817870 0 1040794 68 435652 25900 0 28629 572137 0 714690
     fn empty_text_is_an_empty_stat() {
         assert_eq!(parse_stat("").unwrap(), ProcStat::default());
         assert_eq!(render_stat(&ProcStat::default()), "");
+    }
+
+    fn gen_ticks() -> impl Strategy<Value = CpuTicks> {
+        (4usize..=10, prop::collection::vec(any::<u64>(), 10)).prop_map(|(fields, v)| {
+            let at = |i: usize| (i < fields).then_some(v[i]);
+            CpuTicks {
+                user: v[0],
+                nice: v[1],
+                system: v[2],
+                idle: v[3],
+                iowait: at(4),
+                irq: at(5),
+                softirq: at(6),
+                steal: at(7),
+                guest: at(8),
+                guest_nice: at(9),
+                fields: fields as u8,
+            }
+        })
+    }
+
+    fn gen_counts() -> impl Strategy<Value = Option<(u64, Vec<u64>)>> {
+        prop::option::of((any::<u64>(), prop::collection::vec(any::<u64>(), 0..300)))
+    }
+
+    fn gen_stat() -> impl Strategy<Value = ProcStat> {
+        let other = prop::collection::vec(
+            (
+                "(ctxt|btime|processes|procs_running|page|x[a-z_]{0,8})",
+                "[0-9 a-z]{0,12}",
+            ),
+            0..6,
+        );
+        (
+            prop::option::of(gen_ticks()),
+            prop::collection::vec((0u32..4096, gen_ticks()), 0..16),
+            gen_counts(),
+            gen_counts(),
+            other,
+        )
+            .prop_map(|(total, per_cpu, intr, softirq, other)| ProcStat {
+                total,
+                per_cpu: per_cpu.into_iter().map(|(c, t)| (CpuId(c), t)).collect(),
+                intr,
+                softirq,
+                other,
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
+            let _ = parse_stat(&String::from_utf8_lossy(&bytes));
+        }
+
+        #[test]
+        fn stat_like_text_never_panics_and_is_stable(
+            text in "((cpu[0-9]?|intr|softirq|ctxt)( [0-9]{1,21}| ){0,12}\n?){0,8}",
+        ) {
+            if let Ok(s) = parse_stat(&text) {
+                prop_assert_eq!(parse_stat(&render_stat(&s)), Ok(s));
+            }
+        }
+
+        #[test]
+        fn generated_stats_round_trip(s in gen_stat()) {
+            let text = render_stat(&s);
+            prop_assert_eq!(parse_stat(&text), Ok(s));
+        }
     }
 
     #[test]
