@@ -198,10 +198,7 @@ impl Parser<'_> {
             if irq.is_some() && k == ncpu {
                 break;
             }
-            let mut j = i;
-            while j < len && is_space(b[j]) {
-                j += 1;
-            }
+            let mut j = skip_spaces(b, i);
             let at_eol = j >= len || b[j] == b'\n';
             if at_eol || !b[j].is_ascii_digit() {
                 if irq.is_none() {
@@ -219,29 +216,10 @@ impl Parser<'_> {
                 });
             }
             let ds = j;
-            let mut v: u64 = 0;
-            while j < len && b[j].is_ascii_digit() && j - ds < 19 {
-                v = v * 10 + u64::from(b[j] - b'0');
-                j += 1;
-            }
-            if j < len && b[j].is_ascii_digit() {
-                // 20 digits or more: only here can a u64 overflow.
-                while j < len && b[j].is_ascii_digit() {
-                    v = match v
-                        .checked_mul(10)
-                        .and_then(|x| x.checked_add(u64::from(b[j] - b'0')))
-                    {
-                        Some(x) if j - ds < MAX_DIGITS => x,
-                        _ => {
-                            return Err(self.err(format!(
-                                "count `{}` out of range",
-                                show(token_at(text, ds))
-                            )));
-                        }
-                    };
-                    j += 1;
-                }
-            }
+            let Some((v, end)) = scan_digits(b, ds) else {
+                return Err(self.err(format!("count `{}` out of range", show(token_at(text, ds)))));
+            };
+            j = end;
             if j < len && !is_space(b[j]) && b[j] != b'\n' {
                 return Err(self.err(format!("invalid count `{}`", show(token_at(text, ds)))));
             }
@@ -290,6 +268,97 @@ impl Parser<'_> {
         table.set_last_tail(text.get(tail_start..end).unwrap_or(""));
         Ok(end + 1)
     }
+}
+
+/// Eight spaces, for skipping a word of padding at a time.
+const SPACES8: u64 = u64::from_le_bytes([b' '; 8]);
+
+/// The eight bytes at `at`, little-endian, when the text has them.
+#[inline(always)]
+fn word_at(b: &[u8], at: usize) -> Option<u64> {
+    let chunk: [u8; 8] = b.get(at..at + 8)?.try_into().ok()?;
+    Some(u64::from_le_bytes(chunk))
+}
+
+/// The offset of the first byte at or after `j` that is not a space or tab. Count fields are
+/// mostly padding, so spaces are skipped eight at a time.
+#[inline(always)]
+fn skip_spaces(b: &[u8], mut j: usize) -> usize {
+    loop {
+        match word_at(b, j) {
+            Some(x) if x == SPACES8 => j += 8,
+            Some(x) => {
+                j += ((x ^ SPACES8).trailing_zeros() / 8) as usize;
+                if b[j] != b'\t' {
+                    return j;
+                }
+                j += 1;
+            }
+            None => {
+                while j < b.len() && is_space(b[j]) {
+                    j += 1;
+                }
+                return j;
+            }
+        }
+    }
+}
+
+/// The decimal number whose digits start at `ds` (there is at least one) and the offset after
+/// its last digit; `None` when it does not fit a `u64` or has more than 20 digits. Up to eight
+/// digits are converted at once (SWAR: per-byte digit test, then three multiplications).
+#[inline(always)]
+fn scan_digits(b: &[u8], ds: usize) -> Option<(u64, usize)> {
+    const LOW_NIBBLES: u64 = 0x0F0F_0F0F_0F0F_0F0F;
+    const HIGH_NIBBLES: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const THREES: u64 = 0x3030_3030_3030_3030;
+    const SIXES: u64 = 0x0606_0606_0606_0606;
+    let (mut v, mut j) = match word_at(b, ds) {
+        Some(x) => {
+            // A byte is a digit when its high nibble is 3 and adding 6 keeps it so (0x30-0x39).
+            // The addition cannot carry between bytes: UTF-8 text has no byte above 0xF4.
+            let not_digit =
+                ((x & HIGH_NIBBLES) ^ THREES) | ((x.wrapping_add(SIXES) & HIGH_NIBBLES) ^ THREES);
+            let n = if not_digit == 0 {
+                8
+            } else {
+                (not_digit.trailing_zeros() / 8) as usize
+            };
+            // Keep the n digits' values, shifted so that missing digits are leading zeros.
+            // (The caller saw a digit at `ds`, so n >= 1 and the shift is below 64.)
+            let d = (x & LOW_NIBBLES)
+                .checked_shl(8 * (8 - n as u32))
+                .unwrap_or(0);
+            // Pairs, then quads, then the eight: each step multiplies the higher-order half by
+            // 10, 100, 10000 and adds the lower one (digit order is reversed in a LE word).
+            let d = d.wrapping_mul((10 << 8) + 1) >> 8;
+            let d = (d & 0x00FF_00FF_00FF_00FF).wrapping_mul((100 << 16) + 1) >> 16;
+            let d = (d & 0x0000_FFFF_0000_FFFF).wrapping_mul((10_000 << 32) + 1) >> 32;
+            (d, ds + n)
+        }
+        None => (0, ds),
+    };
+    // Digits past the first eight (or near the end of the text), one at a time.
+    while j < b.len() && b[j].is_ascii_digit() {
+        if j - ds >= MAX_DIGITS {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(b[j] - b'0'))?;
+        j += 1;
+    }
+    Some((v, j))
+}
+
+/// [`scan_digits`] over text, for the unit tests.
+#[cfg(test)]
+pub(super) fn scan_digits_for_test(text: &str, ds: usize) -> Option<(u64, usize)> {
+    scan_digits(text.as_bytes(), ds)
+}
+
+/// [`skip_spaces`] over text, for the unit tests.
+#[cfg(test)]
+pub(super) fn skip_spaces_for_test(text: &str, j: usize) -> usize {
+    skip_spaces(text.as_bytes(), j)
 }
 
 /// Where the first count's field starts and how wide it is, so that `lead` + the count

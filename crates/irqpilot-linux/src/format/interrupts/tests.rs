@@ -393,3 +393,43 @@ fn long_tokens_are_cut_in_messages() {
     assert!(e.message.len() < 120, "{e}");
     assert!(e.message.contains('…'));
 }
+
+// ---- the word-at-a-time scanners ----------------------------------------------------------------
+
+#[test]
+fn digit_scanner_matches_std_for_every_length_and_position() {
+    use super::parse::scan_digits_for_test as scan;
+    for len in 1..=20usize {
+        for lead in ["", " ", "   "] {
+            let digits: String = (0..len).map(|i| char::from(b'1' + (i % 9) as u8)).collect();
+            let want: u64 = digits.parse().unwrap();
+            for tail in ["", " ", "\n", "a", "          x"] {
+                let text = format!("{lead}{digits}{tail}");
+                assert_eq!(
+                    scan(&text, lead.len()),
+                    Some((want, lead.len() + len)),
+                    "{text:?}"
+                );
+            }
+        }
+    }
+    assert_eq!(scan("18446744073709551615", 0), Some((u64::MAX, 20)));
+    assert_eq!(scan("18446744073709551616", 0), None);
+    assert_eq!(scan("000000000000000000001", 0), None);
+    assert_eq!(scan("00000007/", 0), Some((7, 8)));
+    assert_eq!(scan("9:9", 0), Some((9, 1)));
+}
+
+#[test]
+fn space_skipper_handles_tabs_and_the_end() {
+    use super::parse::skip_spaces_for_test as skip;
+    assert_eq!(skip("", 0), 0);
+    assert_eq!(skip("   ", 0), 3);
+    assert_eq!(skip(&" ".repeat(17), 0), 17);
+    assert_eq!(
+        skip(&format!("{}\t  {}x", " ".repeat(9), " ".repeat(8)), 0),
+        20
+    );
+    assert_eq!(skip("          \n", 0), 10);
+    assert_eq!(skip("ab   c", 2), 5);
+}
