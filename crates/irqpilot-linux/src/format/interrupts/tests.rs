@@ -269,6 +269,21 @@ fn render_of_a_built_table() {
     assert_eq!(back.rows()[2].lead, "W:               ");
 }
 
+#[test]
+fn live_proc_interrupts_round_trips() {
+    let Ok(text) = std::fs::read_to_string("/proc/interrupts") else {
+        eprintln!("no /proc/interrupts here: skipped");
+        return;
+    };
+    let t = exact(&text);
+    assert!(!t.cpus.is_empty());
+    assert!(
+        t.rows()
+            .iter()
+            .any(|r| r.label == named("LOC") || r.label.irq().is_some())
+    );
+}
+
 // ---- errors -------------------------------------------------------------------------------------
 
 #[test]
