@@ -108,6 +108,7 @@ impl Parser<'_> {
 
     fn run(mut self, table: &mut InterruptTable) -> Result<(), ParseError> {
         let b = self.text.as_bytes();
+        let mut last_end;
         loop {
             let Some((start, end)) = self.next_line() else {
                 return Err(ParseError::new(0, "no CPU header: the text has no lines"));
@@ -116,14 +117,20 @@ impl Parser<'_> {
                 continue;
             }
             self.header(start, end, table)?;
+            last_end = end;
             break;
         }
         let ncpu = table.cpus.len();
         while self.pos < b.len() {
             self.line += 1;
-            self.pos = self.row(self.pos, ncpu, table)?;
+            let (end, content) = self.row(self.pos, ncpu, table)?;
+            if content {
+                last_end = end;
+            }
+            self.pos = end + 1;
         }
-        table.final_newline = b.last() == Some(&b'\n');
+        // Whether the last printed line (blank lines are not kept) had its newline.
+        table.final_newline = b.get(last_end) == Some(&b'\n');
         Ok(())
     }
 
@@ -140,14 +147,14 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// Parses the row starting at byte `start`; returns the offset of the next line. Blank lines
-    /// are skipped.
+    /// Parses the row starting at byte `start`; returns where its line ends (the newline or the
+    /// end of the text) and whether it was a row (blank lines are skipped).
     fn row(
         &self,
         start: usize,
         ncpu: usize,
         table: &mut InterruptTable,
-    ) -> Result<usize, ParseError> {
+    ) -> Result<(usize, bool), ParseError> {
         let text = self.text;
         let b = text.as_bytes();
         let len = b.len();
@@ -156,7 +163,7 @@ impl Parser<'_> {
             i += 1;
         }
         if i >= len || b[i] == b'\n' {
-            return Ok(i + 1);
+            return Ok((i, false));
         }
 
         // Label: printable ASCII up to the colon.
@@ -266,7 +273,7 @@ impl Parser<'_> {
             }
         }
         table.set_last_tail(text.get(tail_start..end).unwrap_or(""));
-        Ok(end + 1)
+        Ok((end, true))
     }
 }
 

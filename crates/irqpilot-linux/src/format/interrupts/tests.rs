@@ -83,6 +83,19 @@ fn whitespace_only_last_line_is_skipped() {
 }
 
 #[test]
+fn final_newline_belongs_to_the_last_row_not_to_trailing_blanks() {
+    // Blank trailing lines are dropped; whether the last row had its newline is what is kept.
+    let t = parse_interrupts(&format!("{X86_6X}   ")).unwrap();
+    assert!(t.final_newline);
+    assert_eq!(render_interrupts(&t), X86_6X);
+    let cut = X86_6X.trim_end_matches('\n');
+    let t = parse_interrupts(cut).unwrap();
+    assert!(!t.final_newline);
+    assert!(parse_interrupts("      CPU0\n\n\n").unwrap().final_newline);
+    assert!(!parse_interrupts("      CPU0").unwrap().final_newline);
+}
+
+#[test]
 fn missing_final_newline_round_trips() {
     // 19-22: no newline at the end of the file.
     let text = X86_6X.trim_end_matches('\n');
