@@ -125,8 +125,8 @@ impl InterruptTable {
         self.cpus.clear();
         self.counts.clear();
         self.final_newline = true;
-        let rows = std::mem::take(&mut self.rows);
-        self.spare.extend(rows.into_iter().rev());
+        // `drain` keeps the row vector's own buffer too (taking it would free it).
+        self.spare.extend(self.rows.drain(..).rev());
     }
 
     /// Starts a new row (reusing a spare one's allocations); add its counts with
@@ -147,6 +147,24 @@ impl InterruptTable {
         row.tail.clear();
         row.counts = start..start;
         self.rows.push(row);
+    }
+
+    /// [`InterruptTable::begin_row`] for a named row, taking the label as `&str`: the spare row's
+    /// label string is reused, so parsing the same file again allocates nothing for named rows.
+    pub fn begin_named_row(&mut self, name: &str, lead: &str, first_width: u8) {
+        let label = match self.spare.last_mut() {
+            Some(InterruptRow {
+                label: RowLabel::Named(s),
+                ..
+            }) => {
+                let mut s = std::mem::take(s);
+                s.clear();
+                s.push_str(name);
+                RowLabel::Named(s)
+            }
+            _ => RowLabel::Named(name.to_string()),
+        };
+        self.begin_row(label, lead, first_width);
     }
 
     /// Appends one count to the last row.
@@ -390,6 +408,21 @@ mod tests {
         assert_eq!(t, copy);
         t.pop_row();
         assert_eq!(t.rows().len(), 1);
+    }
+
+    #[test]
+    fn begin_named_row_reuses_label() {
+        let mut t = InterruptTable::default();
+        t.begin_named_row("NMI", "NMI:", 10);
+        t.push_count(3);
+        t.clear();
+        t.begin_named_row("LOC", "LOC:", 10);
+        t.push_count(4);
+        t.begin_named_row("ERR", "ERR:", 10);
+        assert_eq!(t.rows()[0].label, RowLabel::Named("LOC".into()));
+        assert_eq!(t.rows()[1].label, RowLabel::Named("ERR".into()));
+        assert_eq!(t.counts(&t.rows()[0]), &[4]);
+        assert!(t.counts(&t.rows()[1]).is_empty());
     }
 
     #[test]
