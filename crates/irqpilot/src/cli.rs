@@ -1,0 +1,125 @@
+//! Command-line arguments (clap derive). Global flags apply to every subcommand.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Interrupt management for Linux servers: see, place, moderate, isolate, notify.
+#[derive(Debug, Parser)]
+#[command(name = "irqpilot", version, about, max_term_width = 100)]
+pub struct Cli {
+    /// Flags shared by every subcommand.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags shared by every subcommand.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Directory standing for `/`: a live machine (default), a captured fixture, or a simulator's
+    /// exported tree.
+    #[arg(long, global = true, default_value = "/", value_name = "DIR")]
+    pub root: PathBuf,
+    /// Configuration file (TOML). Default: /etc/irqpilot/irqpilot.toml if it exists.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, global = true, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// More log output on stderr (-v, -vv).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned text for people.
+    Table,
+    /// Stable JSON for programs.
+    Json,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Explain this machine: topology, isolation, devices and their queues, findings.
+    Status(StatusArgs),
+    /// Print one snapshot of /proc/interrupts (JSON: `cpus`, `interrupts`).
+    Snapshot(SnapshotArgs),
+    /// Sample interrupt rates per IRQ and per CPU, with an imbalance index.
+    Watch(WatchArgs),
+    /// Copy every file irqpilot reads into a fixture tree with a MANIFEST.
+    Capture(CaptureArgs),
+}
+
+/// `irqpilot status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Measure rates over this interval for load-based findings (0 to skip and use the
+    /// inventory only).
+    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
+    pub sample: Duration,
+}
+
+/// `irqpilot snapshot`.
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {}
+
+/// `irqpilot watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Time between samples.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// Stop after this many intervals (default: run until interrupted).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// IRQ rows shown per interval in table mode (busiest first).
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+}
+
+/// `irqpilot capture`.
+#[derive(Debug, Args)]
+pub struct CaptureArgs {
+    /// Directory to create the fixture tree in.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// Parses `100ms`, `1s`, `2.5s`, `250us`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    if let Some(secs) = s.strip_suffix('s').filter(|v| v.contains('.') && !v.ends_with(['m', 'u', 'n'])) {
+        return secs
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .map(Duration::from_secs_f64)
+            .ok_or_else(|| format!("bad duration {s:?}"));
+    }
+    humantime::parse_duration(s).map_err(|e| format!("bad duration {s:?}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("100ms"), Ok(Duration::from_millis(100)));
+        assert_eq!(parse_duration("2.5s"), Ok(Duration::from_millis(2500)));
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}
