@@ -1,0 +1,854 @@
+//! Scenario files: the documented TOML schema of a simulated machine and its workload.
+//!
+//! Units are in key names (`_us`, `_ns`, `_gbps`, `_per_sec`, `_bytes`). Unknown keys are errors.
+//! Defaults come from `shared/research/costmodel.md` section 3 (simulator defaults), each noted
+//! where it is defined. `--set key=value` edits a scenario before it is checked: a few short
+//! aliases (`moderation`, `aim_mode`, `platform`, `seed`, `placement`) and any dotted path
+//! (`costs.hardirq_us=0.5`, `nic.0.queues=16`, `workload.0.load=0.5`).
+
+use serde::{Deserialize, Serialize};
+
+/// Why a scenario could not be loaded.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// The TOML did not parse or did not match the schema.
+    #[error("scenario {origin}: {message}")]
+    Invalid {
+        /// File or built-in name.
+        origin: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A `--set` key or value was rejected.
+    #[error("--set {key}: {message}")]
+    BadSet {
+        /// The key as given.
+        key: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// `v > 0`, with NaN counting as not positive.
+pub(crate) fn positive(v: f64) -> bool {
+    v > 0.0
+}
+
+fn d_duration() -> u64 {
+    1000
+}
+fn d_one_u32() -> u32 {
+    1
+}
+fn d_true() -> bool {
+    true
+}
+
+/// A whole scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Name (built-ins: the file stem).
+    pub name: String,
+    /// What it reproduces, with its source.
+    #[serde(default)]
+    pub description: String,
+    /// Simulated time to run.
+    #[serde(default = "d_duration")]
+    pub duration_ms: u64,
+    /// Time at the start excluded from throughput and latency metrics.
+    #[serde(default)]
+    pub warmup_ms: u64,
+    /// Seed of every random stream.
+    #[serde(default)]
+    pub seed: u64,
+    /// CPUs.
+    pub machine: MachineCfg,
+    /// Per-event CPU costs.
+    #[serde(default)]
+    pub costs: Costs,
+    /// Platform MSI delivery.
+    #[serde(default)]
+    pub platform: PlatformCfg,
+    /// NICs.
+    #[serde(default)]
+    pub nic: Vec<NicCfg>,
+    /// NVMe drive groups.
+    #[serde(default)]
+    pub nvme: Vec<NvmeCfg>,
+    /// Traffic and I/O.
+    #[serde(default)]
+    pub workload: Vec<WorkloadCfg>,
+    /// Metrics options.
+    #[serde(default)]
+    pub metrics: MetricsCfg,
+}
+
+/// The simulated CPUs (`irqpilot_core::Topology::synthetic` numbering: first threads of all
+/// cores, then second threads).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineCfg {
+    /// NUMA nodes.
+    #[serde(default = "d_one_u32")]
+    pub numa_nodes: u32,
+    /// Packages (sockets).
+    #[serde(default = "d_one_u32")]
+    pub packages: u32,
+    /// Cores per package.
+    pub cores_per_package: u32,
+    /// SMT threads per core.
+    #[serde(default = "d_one_u32")]
+    pub threads_per_core: u32,
+}
+
+/// CPU costs. Defaults: costmodel.md section 3.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Costs {
+    /// Hardirq entry + handler + EOI + exit ("realistic" 1.0 us, costmodel 1.1).
+    pub hardirq_us: f64,
+    /// Cache pollution charged to the interrupted work after a long gap (1.0 us, costmodel 2.1).
+    pub indirect_us: f64,
+    /// Gap at which pollution is full; it scales linearly below (100 us, costmodel 2.1).
+    pub indirect_full_gap_us: f64,
+    /// Fixed cost of one NAPI poll (0.5 us, costmodel 1.2).
+    pub napi_poll_us: f64,
+    /// Per received packet in softirq: driver + GRO + stack (210 ns skb+stack, costmodel 3).
+    pub rx_packet_ns: f64,
+    /// Per received byte copied to the application (0.15 ns/B, costmodel 1.2).
+    pub rx_copy_ns_per_byte: f64,
+    /// Per transmit completion cleaned in the NAPI poll.
+    pub tx_completion_ns: f64,
+    /// Per NVMe completion entry reaped in the hardirq handler (0.2 us, costmodel 2.1).
+    pub nvme_cqe_us: f64,
+    /// Application cost per I/O submitted and reaped (libaio; 1 us).
+    pub nvme_io_app_us: f64,
+    /// NAPI weight: packets per poll (64, `NAPI_POLL_WEIGHT`).
+    pub napi_weight: u32,
+    /// Packets per softirq round (`netdev_budget`, 300).
+    pub netdev_budget: u32,
+    /// Time per softirq round before deferring to ksoftirqd (`netdev_budget_usecs`, 2000 us).
+    pub netdev_budget_us: f64,
+    /// MSI-X vector mask + unmask with PCIe read-back (1.8 us, costmodel 1.1 [MASK]).
+    pub mask_unmask_us: f64,
+    /// One-time cost after an IRQ moves to another CPU (cold ring/NAPI state; 10 us, costmodel 1.8).
+    pub migration_penalty_us: f64,
+    /// Extra delivery cost when the IRQ is served on another NUMA node than its device.
+    pub remote_node_penalty_us: f64,
+}
+
+impl Default for Costs {
+    fn default() -> Self {
+        Costs {
+            hardirq_us: 1.0,
+            indirect_us: 1.0,
+            indirect_full_gap_us: 100.0,
+            napi_poll_us: 0.5,
+            rx_packet_ns: 210.0,
+            rx_copy_ns_per_byte: 0.15,
+            tx_completion_ns: 50.0,
+            nvme_cqe_us: 0.2,
+            nvme_io_app_us: 1.0,
+            napi_weight: 64,
+            netdev_budget: 300,
+            netdev_budget_us: 2000.0,
+            mask_unmask_us: 1.8,
+            migration_penalty_us: 10.0,
+            remote_node_penalty_us: 0.5,
+        }
+    }
+}
+
+/// Which platform MSI limit applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlatformKind {
+    /// An affected SoC: I/O degrades above the knee (1-3 M int/s).
+    Limited,
+    /// An unaffected SoC (20-30 M int/s).
+    Healthy,
+}
+
+/// Platform-wide MSI-X delivery (costmodel 2.5, moderation.md 1.2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PlatformCfg {
+    /// Which knee applies.
+    pub kind: PlatformKind,
+    /// Knee of an affected platform (2 M/s, costmodel 1.4).
+    pub limited_knee_per_sec: f64,
+    /// Knee of a healthy platform (25 M/s, costmodel 1.4).
+    pub healthy_knee_per_sec: f64,
+    /// Above the knee, device DMA efficiency is `(knee / rate)^gamma`.
+    pub gamma: f64,
+    /// Lowest DMA efficiency.
+    pub min_efficiency: f64,
+    /// MSI write to handler start on an idle platform.
+    pub msi_latency_us: f64,
+    /// Time constant of the platform's MSI rate estimate.
+    pub rate_window_us: f64,
+}
+
+impl Default for PlatformCfg {
+    fn default() -> Self {
+        PlatformCfg {
+            kind: PlatformKind::Limited,
+            limited_knee_per_sec: 2_000_000.0,
+            healthy_knee_per_sec: 25_000_000.0,
+            gamma: 1.0,
+            min_efficiency: 0.1,
+            msi_latency_us: 1.0,
+            rate_window_us: 100.0,
+        }
+    }
+}
+
+impl PlatformCfg {
+    /// The knee in force.
+    pub fn knee_per_sec(&self) -> f64 {
+        match self.kind {
+            PlatformKind::Limited => self.limited_knee_per_sec,
+            PlatformKind::Healthy => self.healthy_knee_per_sec,
+        }
+    }
+}
+
+/// Per-queue moderation of a NIC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NicModeration {
+    /// An interrupt per completion burst (no hardware moderation).
+    None,
+    /// Static `rx-usecs` / `rx-frames`.
+    Static,
+    /// Linux net DIM in the driver.
+    Dim,
+    /// e1000/igb AIM in the driver (ITR holdoff).
+    Aim,
+}
+
+/// Register flavour of an AIM NIC.
+pub use irqpilot_core::moderation::aim::ItrRegister;
+
+/// A NIC.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NicCfg {
+    /// Interface name.
+    pub name: String,
+    /// Line rate.
+    pub link_gbps: f64,
+    /// RX/TX queue pairs (one MSI-X vector each).
+    pub queues: u32,
+    /// CPUs the queues' IRQs are spread over, as a cpulist (queue i on the i-th CPU, wrapping).
+    /// Default: all CPUs.
+    #[serde(default)]
+    pub cpus: Option<String>,
+    /// NUMA node of the device.
+    #[serde(default)]
+    pub node: u32,
+    /// RX ring descriptors per queue.
+    #[serde(default = "d_ring")]
+    pub ring_size: u32,
+    /// Bytes per packet on the wire.
+    #[serde(default = "d_mtu")]
+    pub mtu_bytes: u32,
+    /// Per-queue moderation.
+    #[serde(default = "d_nic_mod")]
+    pub moderation: NicModeration,
+    /// `rx-usecs` for static moderation (3 us: mlx5's static CQE-mode default, costmodel 1.5).
+    #[serde(default = "d_rx_usecs")]
+    pub rx_usecs: u32,
+    /// `rx-frames` for static moderation (32: mlx5's default; 0 = no frame limit).
+    #[serde(default = "d_rx_frames")]
+    pub rx_frames: u32,
+    /// RX timer restarts at every completion (mlx5 CQE mode) rather than at the first.
+    #[serde(default = "d_true")]
+    pub cqe_mode: bool,
+    /// `tx-usecs` for static TX completion moderation (mlx5 default 16 us, EQE mode).
+    #[serde(default = "d_tx_usecs")]
+    pub tx_usecs: u32,
+    /// `tx-frames` for static TX completion moderation (mlx5 default 32).
+    #[serde(default = "d_tx_frames")]
+    pub tx_frames: u32,
+    /// Whether DIM also adapts TX completion moderation (`adaptive-tx`), with `moderation = "dim"`.
+    #[serde(default = "d_true")]
+    pub adaptive_tx: bool,
+    /// `enable_aim` for AIM moderation (0, 1, 2).
+    #[serde(default = "d_aim")]
+    pub aim_mode: u8,
+    /// Throttle register of an AIM NIC.
+    #[serde(default = "d_itr")]
+    pub itr_register: ItrRegister,
+    /// Virtual machines sharing the NIC (SR-IOV VFs): queues are split evenly between them and
+    /// each VM's interrupts pay `vm_exit_us` on top of the hardirq cost.
+    #[serde(default = "d_one_u32")]
+    pub vms: u32,
+    /// Hypervisor cost per device interrupt in a VM (2 exits x 0.5 us, costmodel 1.4).
+    #[serde(default)]
+    pub vm_exit_us: f64,
+}
+
+fn d_ring() -> u32 {
+    1024
+}
+fn d_mtu() -> u32 {
+    1500
+}
+fn d_nic_mod() -> NicModeration {
+    NicModeration::Dim
+}
+fn d_rx_usecs() -> u32 {
+    3
+}
+fn d_rx_frames() -> u32 {
+    32
+}
+fn d_aim() -> u8 {
+    1
+}
+fn d_tx_usecs() -> u32 {
+    16
+}
+fn d_tx_frames() -> u32 {
+    32
+}
+fn d_itr() -> ItrRegister {
+    ItrRegister::Em
+}
+
+/// Moderation of an NVMe drive group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NvmeModeration {
+    /// No coalescing (Linux's default).
+    None,
+    /// Feature 08h with `coalesce_time_100us` and `coalesce_threshold`.
+    Static,
+}
+
+/// A group of identical NVMe drives.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NvmeCfg {
+    /// Name prefix: drives are `<prefix>0`, `<prefix>1`, ...
+    #[serde(default = "d_nvme")]
+    pub name: String,
+    /// Number of drives.
+    pub drives: u32,
+    /// I/O queues (vectors) per drive; queue i of a drive is served by the i-th CPU of `cpus`
+    /// after the drive's offset (drive d starts at `d * queues_per_drive`).
+    pub queues_per_drive: u32,
+    /// CPUs the queues spread over (cpulist). Default: all.
+    #[serde(default)]
+    pub cpus: Option<String>,
+    /// NUMA node.
+    #[serde(default)]
+    pub node: u32,
+    /// Device maximum 4 KiB random-read IOPS (its DMA bandwidth / 4 KiB).
+    pub max_iops: f64,
+    /// Media latency of one read (78 us p50 at QD1 in GSIM v4's table).
+    #[serde(default = "d_nvme_lat")]
+    pub latency_us: f64,
+    /// Coalescing.
+    #[serde(default = "d_nvme_mod")]
+    pub moderation: NvmeModeration,
+    /// Feature 08h aggregation time, 100 us units.
+    #[serde(default)]
+    pub coalesce_time_100us: u8,
+    /// Feature 08h aggregation threshold (entries).
+    #[serde(default = "d_one_u32")]
+    pub coalesce_threshold: u32,
+}
+
+fn d_nvme() -> String {
+    "nvme".into()
+}
+fn d_nvme_lat() -> f64 {
+    75.0
+}
+fn d_nvme_mod() -> NvmeModeration {
+    NvmeModeration::None
+}
+
+/// A workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum WorkloadCfg {
+    /// Bulk receive: `flows` window-limited TCP-like flows spread over the queues by RSS. Each
+    /// flow keeps at most `window_kb` in flight, sends in chunks of `chunk_kb` (a TSO burst) as
+    /// the receiver consumes data (ACK clocking), paced at `load` x line rate / flows. Moderation
+    /// delay lengthens every flow's round trip, which is what per-queue adaptive moderation sees.
+    Bulk {
+        /// NIC name.
+        nic: String,
+        /// Sender pacing: fraction of line rate offered in total.
+        load: f64,
+        /// Concurrent flows (default: 4 per queue).
+        #[serde(default)]
+        flows: u32,
+        /// Bytes a flow may have in flight.
+        #[serde(default = "d_window")]
+        window_kb: f64,
+        /// Bytes per send burst.
+        #[serde(default = "d_chunk")]
+        chunk_kb: f64,
+        /// Network round trip outside the simulated receiver.
+        #[serde(default = "d_wire")]
+        wire_rtt_us: f64,
+        /// Extra network delay of each chunk, exponential with this mean (switch queueing);
+        /// it keeps flows sharing a queue from marching in lockstep.
+        #[serde(default)]
+        jitter_us: f64,
+    },
+    /// Bulk transmit (TSO segments) at a fraction of line rate; completions come back on the
+    /// queues' shared TX/RX vectors.
+    BulkTx {
+        /// NIC name.
+        nic: String,
+        /// Offered load, fraction of line rate.
+        load: f64,
+        /// TSO segment size.
+        #[serde(default = "d_train")]
+        tso_kb: u32,
+    },
+    /// Open-loop Poisson arrivals of single-packet requests.
+    Poisson {
+        /// NIC name.
+        nic: String,
+        /// Requests per second.
+        rate_per_sec: f64,
+        /// Request size on the wire.
+        #[serde(default = "d_small")]
+        request_bytes: u32,
+        /// Application work per request (mean, when exponential).
+        #[serde(default)]
+        service_us: f64,
+        /// Service times exponentially distributed (an M/M/1 server) instead of fixed.
+        #[serde(default)]
+        exponential_service: bool,
+    },
+    /// Closed-loop request/response: `clients` outstanding requests, each reissued after the
+    /// response plus `think_us`. Latency is measured at the client: request sent to response
+    /// received (including `wire_rtt_us`).
+    Rpc {
+        /// NIC name.
+        nic: String,
+        /// Concurrent clients (flows).
+        clients: u32,
+        /// Client think time between a response and the next request (exponential mean).
+        #[serde(default)]
+        think_us: f64,
+        /// Request size.
+        #[serde(default = "d_small")]
+        request_bytes: u32,
+        /// Response size.
+        #[serde(default = "d_small")]
+        response_bytes: u32,
+        /// Server application work per request.
+        #[serde(default = "d_service")]
+        service_us: f64,
+        /// Network and client-side time per round trip, outside the simulated server.
+        #[serde(default = "d_wire")]
+        wire_rtt_us: f64,
+    },
+    /// fio-like random reads on every drive of an NVMe group.
+    Fio {
+        /// NVMe group name.
+        nvme: String,
+        /// Outstanding I/Os per queue (jobs on that queue's CPU x iodepth).
+        iodepth: u32,
+        /// Block size.
+        #[serde(default = "d_block")]
+        block_kb: u32,
+    },
+}
+
+fn d_train() -> u32 {
+    64
+}
+fn d_window() -> f64 {
+    6.0
+}
+fn d_chunk() -> f64 {
+    3.0
+}
+fn d_small() -> u32 {
+    128
+}
+fn d_service() -> f64 {
+    2.0
+}
+fn d_wire() -> f64 {
+    10.0
+}
+fn d_block() -> u32 {
+    4
+}
+
+/// Metrics options.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsCfg {
+    /// Resolution of the time series in the report (0 = no series).
+    pub series_ms: u64,
+}
+
+impl Default for MetricsCfg {
+    fn default() -> Self {
+        MetricsCfg { series_ms: 10 }
+    }
+}
+
+impl Scenario {
+    /// Parses a scenario from TOML text.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Scenario, ConfigError> {
+        let value: toml::Value = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            origin: origin.into(),
+            message: e.to_string(),
+        })?;
+        Scenario::from_value(value, origin)
+    }
+
+    fn from_value(value: toml::Value, origin: &str) -> Result<Scenario, ConfigError> {
+        let s: Scenario = value
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Invalid {
+                origin: origin.into(),
+                message: e.to_string(),
+            })?;
+        s.validate().map_err(|message| ConfigError::Invalid {
+            origin: origin.into(),
+            message,
+        })?;
+        Ok(s)
+    }
+
+    /// Applies `--set key=value` edits and re-checks the scenario.
+    pub fn with_sets(&self, sets: &[(String, String)]) -> Result<Scenario, ConfigError> {
+        let mut value = toml::Value::try_from(self).map_err(|e| ConfigError::Invalid {
+            origin: self.name.clone(),
+            message: e.to_string(),
+        })?;
+        for (key, raw) in sets {
+            apply_set(&mut value, key, raw)?;
+            // Types and unknown keys are checked after each edit so the error names its key;
+            // rules across fields (window >= chunk) only once all edits are in.
+            let typed: Result<Scenario, toml::de::Error> = value.clone().try_into();
+            typed.map_err(|e| ConfigError::BadSet {
+                key: key.clone(),
+                message: e.to_string(),
+            })?;
+        }
+        Scenario::from_value(value, &self.name).map_err(|e| match sets {
+            [(key, _)] => ConfigError::BadSet {
+                key: key.clone(),
+                message: e.to_string(),
+            },
+            _ => e,
+        })
+    }
+
+    /// Consistency checks serde cannot express.
+    fn validate(&self) -> Result<(), String> {
+        let m = &self.machine;
+        if m.cores_per_package == 0 || m.packages == 0 || m.threads_per_core == 0 {
+            return Err("machine needs at least one CPU".into());
+        }
+        if self.duration_ms == 0 {
+            return Err("duration_ms must be positive".into());
+        }
+        if self.warmup_ms >= self.duration_ms {
+            return Err("warmup_ms must be shorter than duration_ms".into());
+        }
+        for n in &self.nic {
+            if n.queues == 0 || !positive(n.link_gbps) || n.mtu_bytes < 64 || n.ring_size == 0 {
+                return Err(format!(
+                    "nic {}: queues, link_gbps, mtu_bytes and ring_size must be positive",
+                    n.name
+                ));
+            }
+            if n.aim_mode > 2 {
+                return Err(format!("nic {}: aim_mode must be 0, 1 or 2", n.name));
+            }
+            if n.vms == 0 || n.queues % n.vms != 0 {
+                return Err(format!("nic {}: queues must split evenly over vms", n.name));
+            }
+        }
+        for d in &self.nvme {
+            if d.drives == 0 || d.queues_per_drive == 0 || !positive(d.max_iops) {
+                return Err(format!(
+                    "nvme {}: drives, queues_per_drive and max_iops must be positive",
+                    d.name
+                ));
+            }
+            if d.coalesce_threshold == 0 || d.coalesce_threshold > 256 {
+                return Err(format!("nvme {}: coalesce_threshold must be 1-256", d.name));
+            }
+        }
+        for w in &self.workload {
+            let nic = match w {
+                WorkloadCfg::Bulk {
+                    nic,
+                    load,
+                    window_kb,
+                    chunk_kb,
+                    ..
+                } => {
+                    if !positive(*load)
+                        || !positive(*chunk_kb)
+                        || window_kb < chunk_kb
+                        || window_kb.is_nan()
+                    {
+                        return Err(format!(
+                            "bulk workload on {nic}: load and chunk_kb must be > 0 and window_kb >= chunk_kb"
+                        ));
+                    }
+                    Some(nic)
+                }
+                WorkloadCfg::BulkTx { nic, load, .. } => {
+                    if !positive(*load) {
+                        return Err(format!("workload on {nic}: load must be > 0"));
+                    }
+                    Some(nic)
+                }
+                WorkloadCfg::Poisson { nic, .. } | WorkloadCfg::Rpc { nic, .. } => Some(nic),
+                WorkloadCfg::Fio { nvme, iodepth, .. } => {
+                    if !self.nvme.iter().any(|d| &d.name == nvme) {
+                        return Err(format!("fio workload names unknown nvme group {nvme:?}"));
+                    }
+                    if *iodepth == 0 {
+                        return Err("fio iodepth must be positive".into());
+                    }
+                    None
+                }
+            };
+            if let Some(nic) = nic {
+                if !self.nic.iter().any(|n| &n.name == nic) {
+                    return Err(format!("workload names unknown nic {nic:?}"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Turns `--set` text into a TOML value: integer, float, boolean, else string.
+fn parse_scalar(raw: &str) -> toml::Value {
+    if let Ok(i) = raw.parse::<i64>() {
+        return toml::Value::Integer(i);
+    }
+    if let Ok(f) = raw.parse::<f64>() {
+        return toml::Value::Float(f);
+    }
+    match raw {
+        "true" => toml::Value::Boolean(true),
+        "false" => toml::Value::Boolean(false),
+        _ => toml::Value::String(raw.to_string()),
+    }
+}
+
+fn bad(key: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::BadSet {
+        key: key.to_string(),
+        message: message.into(),
+    }
+}
+
+fn set_in_each(value: &mut toml::Value, table: &str, field: &str, v: toml::Value) -> usize {
+    let Some(arr) = value.get_mut(table).and_then(|t| t.as_array_mut()) else {
+        return 0;
+    };
+    for item in arr.iter_mut() {
+        if let Some(t) = item.as_table_mut() {
+            t.insert(field.to_string(), v.clone());
+        }
+    }
+    arr.len()
+}
+
+/// Applies one `--set`.
+fn apply_set(value: &mut toml::Value, key: &str, raw: &str) -> Result<(), ConfigError> {
+    let v = parse_scalar(raw);
+    match key {
+        "seed" => {
+            let toml::Value::Integer(i) = v else {
+                return Err(bad(key, "expects an integer"));
+            };
+            insert_path(value, &["seed"], toml::Value::Integer(i)).map_err(|m| bad(key, m))
+        }
+        "platform" => match raw {
+            "limited" | "healthy" => {
+                insert_path(value, &["platform", "kind"], v).map_err(|m| bad(key, m))
+            }
+            _ => Err(bad(key, format!("expects limited or healthy, not {raw:?}"))),
+        },
+        "moderation" => {
+            let n = set_in_each(value, "nic", "moderation", v.clone());
+            let nvme_mode = match raw {
+                "static" => Some("static"),
+                "none" => Some("none"),
+                _ => None,
+            };
+            let m = match nvme_mode {
+                Some(mode) => set_in_each(
+                    value,
+                    "nvme",
+                    "moderation",
+                    toml::Value::String(mode.into()),
+                ),
+                None => value
+                    .get("nvme")
+                    .and_then(|t| t.as_array())
+                    .map_or(0, |a| a.len()),
+            };
+            if n == 0 && m == 0 {
+                return Err(bad(key, "the scenario has no device to moderate"));
+            }
+            if n == 0 && nvme_mode.is_none() {
+                return Err(bad(
+                    key,
+                    format!("NVMe drives support none or static, not {raw:?}"),
+                ));
+            }
+            Ok(())
+        }
+        "aim_mode" => {
+            if set_in_each(value, "nic", "aim_mode", v) == 0 {
+                return Err(bad(key, "the scenario has no NIC"));
+            }
+            Ok(())
+        }
+        _ => {
+            let path: Vec<&str> = key.split('.').collect();
+            if path.iter().any(|p| p.is_empty()) {
+                return Err(bad(key, "empty path component"));
+            }
+            insert_path(value, &path, v).map_err(|m| bad(key, m))
+        }
+    }
+}
+
+/// Sets `path` (table keys, or array indices for arrays of tables) to `v`.
+fn insert_path(value: &mut toml::Value, path: &[&str], v: toml::Value) -> Result<(), String> {
+    let Some((last, parents)) = path.split_last() else {
+        return Err("empty key".into());
+    };
+    let mut cur = value;
+    for p in parents {
+        cur = match cur {
+            toml::Value::Table(t) => t
+                .entry(p.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::map::Map::new())),
+            toml::Value::Array(a) => {
+                let i: usize = p.parse().map_err(|_| format!("{p:?} is not an index"))?;
+                let len = a.len();
+                a.get_mut(i)
+                    .ok_or_else(|| format!("index {i} out of range (0..{len})"))?
+            }
+            _ => return Err(format!("{p:?} is not a table")),
+        };
+    }
+    match cur {
+        toml::Value::Table(t) => {
+            t.insert(last.to_string(), v);
+            Ok(())
+        }
+        toml::Value::Array(a) => {
+            let i: usize = last
+                .parse()
+                .map_err(|_| format!("{last:?} is not an index"))?;
+            let len = a.len();
+            *a.get_mut(i)
+                .ok_or_else(|| format!("index {i} out of range (0..{len})"))? = v;
+            Ok(())
+        }
+        _ => Err("not a table".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: &str = r#"
+name = "t"
+[machine]
+cores_per_package = 4
+[[nic]]
+name = "eth0"
+link_gbps = 10
+queues = 4
+[[workload]]
+kind = "bulk"
+nic = "eth0"
+load = 0.5
+"#;
+
+    #[test]
+    fn minimal_scenario_gets_defaults() {
+        let s = Scenario::from_toml(MIN, "t").unwrap();
+        assert_eq!(s.duration_ms, 1000);
+        assert_eq!(s.costs.hardirq_us, 1.0);
+        assert_eq!(s.nic[0].moderation, NicModeration::Dim);
+        assert_eq!(s.platform.knee_per_sec(), 2_000_000.0);
+    }
+
+    #[test]
+    fn unknown_keys_rejected() {
+        let e = Scenario::from_toml(&format!("{MIN}\n[costs]\nhardirq = 1.0\n"), "t").unwrap_err();
+        assert!(e.to_string().contains("hardirq"), "{e}");
+        let e = Scenario::from_toml(&MIN.replace("load = 0.5", "load = 0.5\nspeed = 3"), "t")
+            .unwrap_err();
+        assert!(e.to_string().contains("speed"), "{e}");
+    }
+
+    #[test]
+    fn sets_apply_and_errors_name_the_key() {
+        let s = Scenario::from_toml(MIN, "t").unwrap();
+        let set = |k: &str, v: &str| s.with_sets(&[(k.to_string(), v.to_string())]);
+        assert_eq!(
+            set("moderation", "static").unwrap().nic[0].moderation,
+            NicModeration::Static
+        );
+        assert_eq!(set("aim_mode", "2").unwrap().nic[0].aim_mode, 2);
+        assert_eq!(
+            set("platform", "healthy").unwrap().platform.kind,
+            PlatformKind::Healthy
+        );
+        assert_eq!(set("seed", "42").unwrap().seed, 42);
+        assert_eq!(set("nic.0.queues", "8").unwrap().nic[0].queues, 8);
+        assert_eq!(
+            set("costs.hardirq_us", "0.5").unwrap().costs.hardirq_us,
+            0.5
+        );
+        for (k, v) in [
+            ("moderation", "turbo"),
+            ("aim_mode", "7"),
+            ("platform", "fast"),
+            ("seed", "x"),
+            ("costs.hardirq", "1"),
+            ("nic.3.queues", "1"),
+            ("bogus", "1"),
+        ] {
+            let e = set(k, v).unwrap_err();
+            assert!(
+                matches!(&e, ConfigError::BadSet { key, .. } if key == k),
+                "{k}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn validation() {
+        assert!(
+            Scenario::from_toml(
+                &MIN.replace("nic = \"eth0\"\nload", "nic = \"eth9\"\nload"),
+                "t"
+            )
+            .is_err()
+        );
+        assert!(Scenario::from_toml(&MIN.replace("queues = 4", "queues = 0"), "t").is_err());
+    }
+}

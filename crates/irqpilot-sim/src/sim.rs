@@ -1,0 +1,866 @@
+//! The simulation: building a machine from a scenario and running its events.
+//!
+//! The interrupt path modelled for every vector:
+//!
+//! ```text
+//! device completion lands in a ring ──(device moderation: ITR holdoff, rx-usecs/frames timer,
+//!   NVMe aggregation)──> MSI write ──(platform: latency, DMA efficiency above the knee)──>
+//! hardirq on the effective CPU (preempts softirq and application work, pollutes their caches)
+//!   ├─ NIC: napi_schedule ──> softirq NAPI polls (64 packets each) ──> ring drained: driver
+//!   │       moderation (DIM/AIM) runs, vector re-armed ──> application work (requests)
+//!   └─ NVMe: reap completions in the handler, re-arm ──> application reaps and resubmits
+//! ```
+
+use crate::config::{NicModeration, NvmeModeration, Scenario, WorkloadCfg};
+use crate::cq::{Cq, HwMod, NO_TAG};
+use crate::engine::EventQueue;
+use crate::metrics::{Metrics, SeriesPoint};
+use crate::model::*;
+use crate::platform::Platform;
+use crate::rng::Stream;
+use crate::time::{MS, SEC, SimTime, us_to_ns};
+use irqpilot_core::moderation::{aim, dim};
+use irqpilot_core::{CpuSet, Topology};
+
+/// First Linux IRQ number given to simulated vectors (x86 puts device MSIs above the legacy 24).
+pub(crate) const FIRST_IRQ: u32 = 24;
+
+/// A simulated machine running a scenario.
+#[derive(Debug)]
+pub struct Sim {
+    pub(crate) now: SimTime,
+    pub(crate) events: EventQueue<Ev>,
+    pub(crate) sc: Scenario,
+    pub(crate) k: Ns,
+    pub(crate) topo: Topology,
+    /// NUMA node of each CPU (hot path; `Topology::node_of` walks maps).
+    pub(crate) cpu_node: Vec<u32>,
+    pub(crate) cpus: Vec<Cpu>,
+    pub(crate) srcs: Vec<Source>,
+    /// Interrupts per (vector, CPU): `src * ncpu + cpu`.
+    pub(crate) irq_counts: Vec<u64>,
+    pub(crate) nics: Vec<Nic>,
+    pub(crate) nq: Vec<NicQueue>,
+    pub(crate) drives: Vec<Drive>,
+    pub(crate) vq: Vec<NvmeQueue>,
+    pub(crate) wls: Vec<WlState>,
+    pub(crate) plat: Platform,
+    pub(crate) m: Metrics,
+    pub(crate) end: SimTime,
+    /// `/proc/irq/default_smp_affinity`.
+    pub(crate) default_affinity: CpuSet,
+    /// IRQ moves applied (affinity changes that changed the effective CPU).
+    pub(crate) migrations: u64,
+}
+
+fn cpus_of(list: &Option<String>, topo: &Topology) -> Result<Vec<u32>, String> {
+    let set = match list {
+        Some(l) => CpuSet::parse_list(l).map_err(|e| format!("cpus {l:?}: {e}"))?,
+        None => topo.online.clone(),
+    };
+    let v: Vec<u32> = set
+        .iter()
+        .filter(|c| topo.online.contains(*c))
+        .map(|c| c.0)
+        .collect();
+    if v.is_empty() {
+        return Err(format!("cpus {list:?} names no CPU of the machine"));
+    }
+    Ok(v)
+}
+
+impl Sim {
+    /// Builds the machine of a scenario at time zero.
+    pub fn new(sc: Scenario) -> Result<Sim, String> {
+        let mc = &sc.machine;
+        let topo = Topology::synthetic(
+            mc.numa_nodes,
+            mc.packages,
+            mc.cores_per_package,
+            mc.threads_per_core,
+        );
+        let ncpu = topo.online.len();
+        let k = Ns::new(&sc.costs);
+        let mut srcs = Vec::new();
+        let mut nics = Vec::new();
+        let mut nq = Vec::new();
+        for (ni, n) in sc.nic.iter().enumerate() {
+            let cpus = cpus_of(&n.cpus, &topo).map_err(|e| format!("nic {}: {e}", n.name))?;
+            let first_q = nq.len() as u32;
+            for i in 0..n.queues {
+                let src = srcs.len() as u32;
+                let (moder, moder_tx, driver) = nic_moderation(n);
+                srcs.push(Source {
+                    irq: FIRST_IRQ + src,
+                    name: format!("{}-TxRx-{i}", n.name),
+                    cpu: cpus[i as usize % cpus.len()],
+                    node: n.node,
+                    dev: Dev::Nic(nq.len() as u32),
+                    moder,
+                    moder_tx,
+                    driver,
+                    armed: true,
+                    arm_time: SimTime::ZERO,
+                    from: [0, 0],
+                    last_irq: SimTime::ZERO,
+                    queued: None,
+                    timer_at: None,
+                    hard_cost: 0,
+                    reap: 0,
+                    hard_cpu: 0,
+                    irqs: 0,
+                    migrated: false,
+                    requested: topo.online.clone(),
+                });
+                nq.push(NicQueue {
+                    nic: ni as u32,
+                    index: i,
+                    src,
+                    rx: Cq::new(n.ring_size),
+                    tx: Cq::new(n.ring_size.max(4096)),
+                    link_free: SimTime::ZERO,
+                    napi_scheduled: false,
+                    rx_pkts: 0,
+                    rx_bytes: 0,
+                    tx_pkts: 0,
+                    tx_bytes: 0,
+                });
+            }
+            nics.push(Nic {
+                name: n.name.clone(),
+                link_bps: n.link_gbps * 1e9,
+                mtu: n.mtu_bytes,
+                node: n.node,
+                first_q,
+                queues: n.queues,
+                vm_exit_ns: if n.vms > 1 || n.vm_exit_us > 0.0 {
+                    us_to_ns(n.vm_exit_us)
+                } else {
+                    0
+                },
+                wire_tx_free: SimTime::ZERO,
+                dropped: 0,
+                active: std::collections::BinaryHeap::new(),
+                busy_queues: 0,
+            });
+        }
+        let mut drives = Vec::new();
+        let mut vq = Vec::new();
+        for g in &sc.nvme {
+            let cpus = cpus_of(&g.cpus, &topo).map_err(|e| format!("nvme {}: {e}", g.name))?;
+            let block_bytes = sc
+                .workload
+                .iter()
+                .find_map(|w| match w {
+                    WorkloadCfg::Fio { nvme, block_kb, .. } if *nvme == g.name => {
+                        Some(*block_kb * 1024)
+                    }
+                    _ => None,
+                })
+                .unwrap_or(4096);
+            for d in 0..g.drives {
+                let di = drives.len() as u32;
+                drives.push(Drive {
+                    name: format!("{}{d}", g.name),
+                    node: g.node,
+                    latency_ns: us_to_ns(g.latency_us),
+                    // max_iops is for 4 KiB blocks: bandwidth = max_iops * 4 KiB.
+                    block_ns: 1e9 / g.max_iops * (block_bytes as f64 / 4096.0),
+                    block_bytes,
+                    dma_free: SimTime::ZERO,
+                    rng: Stream::new(sc.seed, &format!("drive.{}{d}", g.name)),
+                });
+                for i in 0..g.queues_per_drive {
+                    let src = srcs.len() as u32;
+                    let moder = match g.moderation {
+                        NvmeModeration::None => HwMod::Immediate,
+                        NvmeModeration::Static => HwMod::NvmeAgg {
+                            time_ns: g.coalesce_time_100us as u64 * 100_000,
+                            threshold: g.coalesce_threshold,
+                        },
+                    };
+                    let slot = (d * g.queues_per_drive + i) as usize;
+                    srcs.push(Source {
+                        irq: FIRST_IRQ + src,
+                        name: format!("{}{d}q{}", g.name, i + 1),
+                        cpu: cpus[slot % cpus.len()],
+                        node: g.node,
+                        dev: Dev::Nvme(vq.len() as u32),
+                        moder,
+                        moder_tx: HwMod::Immediate,
+                        driver: Driver::Fixed,
+                        armed: true,
+                        arm_time: SimTime::ZERO,
+                        from: [0, 0],
+                        last_irq: SimTime::ZERO,
+                        queued: None,
+                        timer_at: None,
+                        hard_cost: 0,
+                        reap: 0,
+                        hard_cpu: 0,
+                        irqs: 0,
+                        migrated: false,
+                        requested: topo.online.clone(),
+                    });
+                    vq.push(NvmeQueue {
+                        drive: di,
+                        index: i,
+                        src,
+                        cq: Cq::new(65_536),
+                        completed: 0,
+                    });
+                }
+            }
+        }
+        let wls = (0..sc.workload.len())
+            .map(|i| WlState {
+                bulk: crate::workload::bulk_params(&sc, &nics, i),
+                rng: Stream::new(sc.seed, &format!("workload{i}")),
+                next_id: 0,
+                flows: Vec::new(),
+                sent: Vec::new(),
+            })
+            .collect();
+        let end = SimTime(sc.duration_ms * MS);
+        let mut sim = Sim {
+            now: SimTime::ZERO,
+            events: EventQueue::default(),
+            irq_counts: vec![0; srcs.len() * ncpu],
+            cpu_node: (0..ncpu as u32)
+                .map(|c| topo.node_of(irqpilot_core::CpuId(c)).map_or(0, |n| n.0))
+                .collect(),
+            cpus: vec![Cpu::default(); ncpu],
+            plat: Platform::new(&sc.platform),
+            k,
+            topo,
+            srcs,
+            nics,
+            nq,
+            drives,
+            vq,
+            wls,
+            m: Metrics::new(),
+            end,
+            default_affinity: topo_online_placeholder(),
+            migrations: 0,
+            sc,
+        };
+        sim.default_affinity = sim.topo.online.clone();
+        sim.start_workloads();
+        if sim.sc.warmup_ms > 0 {
+            sim.events
+                .push(SimTime(sim.sc.warmup_ms * MS), Ev::WarmupEnd);
+        } else {
+            sim.warmup_end();
+        }
+        if sim.sc.metrics.series_ms > 0 {
+            sim.m.series_step_ms = sim.sc.metrics.series_ms;
+            sim.events
+                .push(SimTime(sim.sc.metrics.series_ms * MS), Ev::Sample);
+        }
+        Ok(sim)
+    }
+
+    /// Simulated time now.
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// When the scenario ends.
+    pub fn end(&self) -> SimTime {
+        self.end
+    }
+
+    /// Events handled so far.
+    pub fn events_handled(&self) -> u64 {
+        self.events.handled()
+    }
+
+    /// Runs every event up to and including `until` (never past the scenario's end), then sets
+    /// the clock to `until`.
+    pub fn run_until(&mut self, until: SimTime) {
+        let until = until.min(self.end);
+        while let Some(t) = self.events.peek_time() {
+            if t > until {
+                break;
+            }
+            let Some((t, ev)) = self.events.pop() else {
+                break;
+            };
+            self.now = t;
+            self.handle(ev);
+        }
+        self.now = self.now.max(until);
+    }
+
+    /// Runs to the end of the scenario.
+    pub fn run(&mut self) {
+        self.run_until(self.end);
+    }
+
+    fn handle(&mut self, ev: Ev) {
+        match ev {
+            Ev::Chunk { wl, flow } => self.on_chunk(wl, flow),
+            Ev::TxSegment { wl, q } => self.on_tx_segment(wl, q),
+            Ev::Request { wl, client } => self.on_request(wl, client),
+            Ev::ClientSend { wl, client } => self.on_client_send(wl, client),
+            Ev::PoissonArrive { wl } => self.on_poisson(wl),
+            Ev::Fire { src } => self.on_fire(src),
+            Ev::HardDone { src } => self.on_hard_done(src),
+            Ev::SoftDone { cpu } => self.on_soft_done(cpu),
+            Ev::AppDone { cpu } => self.on_app_done(cpu),
+            Ev::Sample => self.on_sample(),
+            Ev::WarmupEnd => self.warmup_end(),
+        }
+    }
+
+    // ----- interrupt sources -------------------------------------------------------------
+
+    /// The driver re-enables the vector (NAPI complete, NVMe CQ doorbell).
+    pub(crate) fn rearm(&mut self, s: u32) {
+        let (r0, r1) = self.ring_heads(s);
+        let src = &mut self.srcs[s as usize];
+        src.armed = true;
+        src.arm_time = self.now;
+        src.from = [r0, r1];
+        self.schedule_fire(s);
+    }
+
+    fn ring_heads(&self, s: u32) -> (u64, u64) {
+        match self.srcs[s as usize].dev {
+            Dev::Nic(q) => (self.nq[q as usize].rx.head, self.nq[q as usize].tx.head),
+            Dev::Nvme(q) => (self.vq[q as usize].cq.head, 0),
+        }
+    }
+
+    /// (Re)computes when an armed vector fires, after anything that can change it.
+    pub(crate) fn schedule_fire(&mut self, s: u32) {
+        let src = &self.srcs[s as usize];
+        if !src.armed {
+            return;
+        }
+        let (arm, m, mt, last) = (src.arm_time, src.moder, src.moder_tx, src.last_irq);
+        let t = match src.dev {
+            Dev::Nic(q) => {
+                let nq = &self.nq[q as usize];
+                let a = nq.rx.fire_time(src.from[0], arm, &m, last);
+                let b = nq.tx.fire_time(src.from[1], arm, &mt, last);
+                match (a, b) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
+            Dev::Nvme(q) => self.vq[q as usize].cq.fire_time(src.from[0], arm, &m, last),
+        };
+        let now = self.now;
+        let src = &mut self.srcs[s as usize];
+        src.timer_at = t;
+        if let Some(t) = t {
+            let t = t.max(now);
+            // One live event per vector: only an earlier deadline needs a new one.
+            if src.queued.is_none_or(|q| t < q) {
+                src.queued = Some(t);
+                self.events.push(t, Ev::Fire { src: s });
+            }
+        }
+    }
+
+    fn on_fire(&mut self, s: u32) {
+        let now = self.now;
+        let src = &mut self.srcs[s as usize];
+        if src.queued != Some(now) {
+            return; // superseded by an earlier event that already ran
+        }
+        src.queued = None;
+        let Some(t) = src.timer_at else { return };
+        if t > now {
+            src.queued = Some(t);
+            self.events.push(t, Ev::Fire { src: s });
+            return;
+        }
+        if !src.armed {
+            return;
+        }
+        src.armed = false;
+        src.timer_at = None;
+        src.last_irq = now;
+        src.irqs += 1;
+        let cpu = src.cpu as usize;
+        let ncpu = self.cpus.len();
+        self.irq_counts[s as usize * ncpu + cpu] += 1;
+        self.m.c.interrupts += 1;
+        let delay = self.plat.msi(now);
+        self.deliver(s, now.after(delay));
+    }
+
+    /// The MSI of `s` reaches its CPU at `arrive` (a microsecond or so after the write): the
+    /// hardirq is booked then. Booking it now rather than at an event of its own saves a quarter
+    /// of all events; the only approximation is that a softirq or application job starting on
+    /// that CPU in the meantime begins after the hardirq instead of being preempted by it.
+    fn deliver(&mut self, s: u32, arrive: SimTime) {
+        let now = arrive;
+        let k = &self.k;
+        let src = &self.srcs[s as usize];
+        let cpu = src.cpu as usize;
+        let mut cost = k.hardirq;
+        let mut reap = 0;
+        match src.dev {
+            Dev::Nvme(q) => {
+                // nvme_irq reaps every completion already posted.
+                reap = self.vq[q as usize].cq.landed(now);
+                cost += reap * k.nvme_cqe;
+            }
+            Dev::Nic(q) => cost += self.nics[self.nq[q as usize].nic as usize].vm_exit_ns,
+        }
+        if src.migrated {
+            cost += k.migration;
+        }
+        if self.cpu_node[cpu] != src.node {
+            cost += k.remote;
+        }
+        let c = &mut self.cpus[cpu];
+        let gap = now.since(c.last_irq) as f64;
+        let pollution = (k.indirect * (gap / k.indirect_gap).min(1.0)) as u64;
+        c.last_irq = now;
+        c.interrupts += 1;
+        let start = now.max(c.hard_until);
+        c.hard_until = start.after(cost);
+        let end = c.hard_until;
+        let src = &mut self.srcs[s as usize];
+        src.hard_cost = cost;
+        src.reap = reap;
+        src.migrated = false;
+        src.hard_cpu = cpu as u32;
+        self.steal(cpu, start, cost, pollution);
+        self.events.push(end, Ev::HardDone { src: s });
+    }
+
+    /// Higher-priority work of `ns` (plus `pollution` charged to the interrupted work) delays
+    /// whatever runs below it. Ends only move later, so no event is pushed here (see [`Job`]).
+    fn steal(&mut self, cpu: usize, at: SimTime, ns: u64, pollution: u64) {
+        let c = &mut self.cpus[cpu];
+        // Only work still running when the hardirq starts is delayed by it.
+        let soft_running = c.soft.is_some_and(|j| j.end > at);
+        if let Some(j) = c.soft.as_mut().filter(|j| j.end > at) {
+            j.end = j.end.after(ns + pollution);
+            j.cost += pollution;
+        }
+        if let Some(j) = c.app.as_mut().filter(|j| j.end > at) {
+            j.end = j.end.after(ns + pollution);
+            if !soft_running {
+                j.cost += pollution;
+            }
+        }
+    }
+
+    fn on_hard_done(&mut self, s: u32) {
+        let src = &mut self.srcs[s as usize];
+        let cpu = src.hard_cpu;
+        self.cpus[cpu as usize].hard_ns += src.hard_cost;
+        match src.dev {
+            Dev::Nic(q) => {
+                if let Driver::Aim { aim, counts } = &mut src.driver {
+                    // FreeBSD em/igb run AIM in the queue's interrupt handler.
+                    if aim.on_interrupt(*counts) {
+                        // One throttle register per vector: it holds off RX and TX alike.
+                        src.moder = HwMod::Holdoff {
+                            interval_ns: aim.interval_ns(),
+                        };
+                        src.moder_tx = src.moder;
+                    }
+                    *counts = aim::Counts::default();
+                }
+                let nq = &mut self.nq[q as usize];
+                if !nq.napi_scheduled {
+                    nq.napi_scheduled = true;
+                    self.cpus[cpu as usize].poll_list.push_back(q);
+                }
+                if self.cpus[cpu as usize].soft.is_none() {
+                    self.start_poll(cpu as usize);
+                }
+            }
+            Dev::Nvme(q) => {
+                let n = src.reap;
+                src.reap = 0;
+                let now = self.now;
+                let mut lat = Vec::new();
+                self.vq[q as usize]
+                    .cq
+                    .consume(n, |b, taken| lat.push((now.since(SimTime(b.aux)), taken)));
+                for (ns, taken) in lat {
+                    self.m.record_latency(ns, taken as u64);
+                }
+                self.vq[q as usize].completed += n;
+                self.m.c.ios += n;
+                if n > 0 {
+                    self.push_app(cpu as usize, AppWork::Resubmit { q, n: n as u32 });
+                }
+                self.rearm(s);
+            }
+        }
+    }
+
+    // ----- softirq (NAPI) ----------------------------------------------------------------
+
+    fn start_poll(&mut self, cpu: usize) {
+        let now = self.now;
+        let Some(q) = self.cpus[cpu].poll_list.pop_front() else {
+            return;
+        };
+        let nq = &self.nq[q as usize];
+        let rx = nq.rx.landed(now).min(self.k.napi_weight);
+        let tx = nq.tx.landed(now);
+        let cost =
+            self.k.napi_poll + (rx as f64 * self.k.rx_pkt + tx as f64 * self.k.tx_done) as u64;
+        let c = &mut self.cpus[cpu];
+        let start = now.max(c.hard_until);
+        let job = Job {
+            end: start.after(cost),
+            cost,
+            what: JobKind::Poll { q, rx, tx },
+        };
+        c.soft = Some(job);
+        c.net_rx_softirqs += 1;
+        // Softirq runs before the application: the application waits this long more.
+        if let Some(a) = c.app.as_mut() {
+            a.end = a.end.after(cost);
+        }
+        self.events.push(job.end, Ev::SoftDone { cpu: cpu as u32 });
+    }
+
+    fn on_soft_done(&mut self, cpu: u32) {
+        let cpu_ix = cpu;
+        let cpu = cpu as usize;
+        let now = self.now;
+        let c = &mut self.cpus[cpu];
+        let Some(job) = c.soft else { return };
+        if job.end > now {
+            self.events.push(job.end, Ev::SoftDone { cpu: cpu_ix });
+            return;
+        }
+        c.soft = None;
+        c.soft_ns += job.cost;
+        let JobKind::Poll { q, rx, tx } = job.what else {
+            return;
+        };
+        let counting = self.m.counting();
+        let nqi = q as usize;
+        let mut served: Vec<(u32, u64)> = Vec::new();
+        let (mut rx_bytes, mut tx_bytes) = (0u64, 0u64);
+        {
+            let nq = &mut self.nq[nqi];
+            nq.rx.consume(rx, |b, taken| {
+                rx_bytes += b.bytes as u64 * taken as u64;
+                if b.tag != NO_TAG {
+                    // Bulk batches carry their flow; the aux word counts bytes consumed.
+                    let aux = if b.aux == u64::MAX {
+                        b.bytes as u64 * taken as u64
+                    } else {
+                        b.aux
+                    };
+                    served.push((b.tag, aux));
+                }
+            });
+            nq.tx
+                .consume(tx, |b, taken| tx_bytes += b.bytes as u64 * taken as u64);
+            nq.rx_pkts += rx;
+            nq.rx_bytes += rx_bytes;
+            nq.tx_pkts += tx;
+            nq.tx_bytes += tx_bytes;
+        }
+        self.m.c.rx_bytes += rx_bytes;
+        self.m.c.rx_pkts += rx;
+        self.m.c.tx_bytes += tx_bytes;
+        // Copying received data to the application is application time on this CPU.
+        let copy = (rx_bytes as f64 * self.k.copy_per_byte) as u64;
+        self.cpus[cpu].app_ns += copy;
+        let _ = counting;
+        let s = self.nq[nqi].src;
+        if let Driver::Aim { counts, .. } = &mut self.srcs[s as usize].driver {
+            counts.rx_bytes += rx_bytes;
+            counts.rx_packets += rx;
+            counts.tx_bytes += tx_bytes;
+            counts.tx_packets += tx;
+        }
+        let mut acks = 0u32;
+        for (tag, sent) in served {
+            let wl = (tag >> 24) as u16;
+            let id = tag & 0x00ff_ffff;
+            match self.sc.workload.get(wl as usize) {
+                Some(WorkloadCfg::Bulk { .. }) => {
+                    acks += 1;
+                    self.flow_consumed(wl, id, sent)
+                }
+                _ => self.push_app(
+                    cpu,
+                    AppWork::Serve {
+                        wl,
+                        q,
+                        client: id,
+                        sent,
+                    },
+                ),
+            }
+        }
+        if acks > 0 {
+            // The stack acknowledges what it consumed; the ACKs' transmit completions come back
+            // on this queue's vector about a microsecond later.
+            let at = self.now.after(1000);
+            self.nq[nqi]
+                .tx
+                .push(at, 0, acks, 66, crate::cq::EntryKind::TxDone, NO_TAG, 0);
+        }
+        if rx >= self.k.napi_weight {
+            // Budget used up: stay scheduled, go to the back of the poll list.
+            self.cpus[cpu].poll_list.push_back(q);
+        } else {
+            self.nq[nqi].napi_scheduled = false;
+            self.dim_sample(s);
+            self.rearm(s);
+        }
+        if !self.cpus[cpu].poll_list.is_empty() {
+            self.start_poll(cpu);
+        }
+    }
+
+    fn dim_sample(&mut self, s: u32) {
+        let now = self.now;
+        let src = &mut self.srcs[s as usize];
+        let Dev::Nic(q) = src.dev else { return };
+        let Driver::Dim { rx, tx, cqe } = &mut src.driver else {
+            return;
+        };
+        let nq = &self.nq[q as usize];
+        let events = src.irqs as u16;
+        let sample = |pkts: u64, bytes: u64| dim::Sample {
+            time_ns: now.ns(),
+            pkt_ctr: pkts as u32,
+            byte_ctr: bytes as u32,
+            event_ctr: events,
+        };
+        if let Some(ix) = rx.on_sample(sample(nq.rx_pkts, nq.rx_bytes)) {
+            let table = if *cqe {
+                &dim::RX_CQE_PROFILES
+            } else {
+                &dim::RX_EQE_PROFILES
+            };
+            let p = table[ix as usize];
+            src.moder = HwMod::Timer {
+                usecs_ns: p.usec as u64 * 1000,
+                frames: p.pkts,
+                cqe: *cqe,
+            };
+            rx.profile_applied();
+        }
+        if let Some(tx) = tx {
+            if let Some(ix) = tx.on_sample(sample(nq.tx_pkts, nq.tx_bytes)) {
+                // mlx5 moderates TX completions in EQE mode by default.
+                let p = dim::TX_EQE_PROFILES[ix as usize];
+                src.moder_tx = HwMod::Timer {
+                    usecs_ns: p.usec as u64 * 1000,
+                    frames: p.pkts,
+                    cqe: false,
+                };
+                tx.profile_applied();
+            }
+        }
+    }
+
+    // ----- application --------------------------------------------------------------------
+
+    fn push_app(&mut self, cpu: usize, w: AppWork) {
+        self.cpus[cpu].app_queue.push_back(w);
+        if self.cpus[cpu].app.is_none() {
+            self.start_app(cpu);
+        }
+    }
+
+    fn app_cost(&mut self, w: &AppWork) -> u64 {
+        match *w {
+            AppWork::Serve { wl, .. } => match &self.sc.workload[wl as usize] {
+                WorkloadCfg::Poisson {
+                    service_us,
+                    exponential_service: true,
+                    ..
+                } => {
+                    let mean = *service_us * 1000.0;
+                    self.wls[wl as usize].rng.exp_ns(mean)
+                }
+                WorkloadCfg::Rpc { service_us, .. } | WorkloadCfg::Poisson { service_us, .. } => {
+                    us_to_ns(*service_us)
+                }
+                _ => 0,
+            },
+            AppWork::Resubmit { n, .. } => n as u64 * self.k.nvme_io_app,
+        }
+    }
+
+    fn start_app(&mut self, cpu: usize) {
+        let now = self.now;
+        let Some(w) = self.cpus[cpu].app_queue.pop_front() else {
+            return;
+        };
+        let cost = self.app_cost(&w);
+        let c = &mut self.cpus[cpu];
+        let busy_until = c.soft.map_or(c.hard_until, |s| s.end.max(c.hard_until));
+        let start = now.max(busy_until);
+        let job = Job {
+            end: start.after(cost),
+            cost,
+            what: JobKind::App(w),
+        };
+        c.app = Some(job);
+        self.events.push(job.end, Ev::AppDone { cpu: cpu as u32 });
+    }
+
+    fn on_app_done(&mut self, cpu: u32) {
+        let cpu_ix = cpu;
+        let cpu = cpu as usize;
+        let now = self.now;
+        let c = &mut self.cpus[cpu];
+        let Some(job) = c.app else { return };
+        if job.end > now {
+            self.events.push(job.end, Ev::AppDone { cpu: cpu_ix });
+            return;
+        }
+        c.app = None;
+        c.app_ns += job.cost;
+        if let JobKind::App(w) = job.what {
+            match w {
+                AppWork::Serve {
+                    wl,
+                    q,
+                    client,
+                    sent,
+                } => self.respond(wl, q, client, sent),
+                AppWork::Resubmit { q, n } => self.nvme_submit(q, n),
+            }
+        }
+        if self.cpus[cpu].app.is_none() {
+            self.start_app(cpu);
+        }
+    }
+
+    // ----- warm-up and sampling -----------------------------------------------------------
+
+    fn warmup_end(&mut self) {
+        self.m.warm_at = Some(self.now);
+        self.m.base = self.m.c.clone();
+        self.m.base_src_irqs = self.srcs.iter().map(|s| s.irqs).collect();
+        self.m.base_cpu = self
+            .cpus
+            .iter()
+            .map(|c| (c.hard_ns, c.soft_ns, c.app_ns, c.interrupts))
+            .collect();
+        self.m.last_sample = (self.now, self.m.c.clone());
+    }
+
+    fn on_sample(&mut self) {
+        let now = self.now;
+        let (t0, prev) = self.m.last_sample.clone();
+        let secs = now.since(t0) as f64 / SEC as f64;
+        if secs > 0.0 {
+            let d = self.m.c.minus(&prev);
+            let delay = if self.srcs.is_empty() {
+                0.0
+            } else {
+                self.srcs
+                    .iter()
+                    .map(|s| s.moder.delay_ns() as f64)
+                    .sum::<f64>()
+                    / self.srcs.len() as f64
+                    / 1000.0
+            };
+            let eff = self.plat.efficiency(now);
+            self.m.push_point(SeriesPoint {
+                t_ms: now.ns() as f64 / MS as f64,
+                interrupts_per_sec: d.interrupts as f64 / secs,
+                throughput_gbps: d.rx_bytes as f64 * 8.0 / secs / 1e9,
+                iops: d.ios as f64 / secs,
+                transactions_per_sec: d.transactions as f64 / secs,
+                dma_efficiency: eff,
+                moderation_delay_us: delay,
+            });
+        }
+        self.m.last_sample = (now, self.m.c.clone());
+        let next = now.after(self.m.series_step_ms * MS);
+        if next <= self.end {
+            self.events.push(next, Ev::Sample);
+        }
+    }
+}
+
+fn topo_online_placeholder() -> CpuSet {
+    CpuSet::new()
+}
+
+/// Hardware programs (RX, TX) and driver logic for a NIC's vectors.
+pub(crate) fn nic_moderation(n: &crate::config::NicCfg) -> (HwMod, HwMod, Driver) {
+    let static_tx = HwMod::Timer {
+        usecs_ns: n.tx_usecs as u64 * 1000,
+        frames: n.tx_frames,
+        cqe: false,
+    };
+    match n.moderation {
+        NicModeration::None => (HwMod::Immediate, HwMod::Immediate, Driver::Fixed),
+        NicModeration::Static => (
+            HwMod::Timer {
+                usecs_ns: n.rx_usecs as u64 * 1000,
+                frames: n.rx_frames,
+                cqe: n.cqe_mode,
+            },
+            static_tx,
+            Driver::Fixed,
+        ),
+        NicModeration::Dim => {
+            let table = if n.cqe_mode {
+                &dim::RX_CQE_PROFILES
+            } else {
+                &dim::RX_EQE_PROFILES
+            };
+            let p = table[dim::DEFAULT_PROFILE as usize];
+            let rx = HwMod::Timer {
+                usecs_ns: p.usec as u64 * 1000,
+                frames: p.pkts,
+                cqe: n.cqe_mode,
+            };
+            let (tx_mod, tx_dim) = if n.adaptive_tx {
+                let t = dim::TX_EQE_PROFILES[dim::DEFAULT_PROFILE as usize];
+                (
+                    HwMod::Timer {
+                        usecs_ns: t.usec as u64 * 1000,
+                        frames: t.pkts,
+                        cqe: false,
+                    },
+                    Some(dim::Dim::new()),
+                )
+            } else {
+                (static_tx, None)
+            };
+            (
+                rx,
+                tx_mod,
+                Driver::Dim {
+                    rx: dim::Dim::new(),
+                    tx: tx_dim,
+                    cqe: n.cqe_mode,
+                },
+            )
+        }
+        NicModeration::Aim => {
+            let mode = aim::AimMode::from_sysctl(n.aim_mode).unwrap_or(aim::AimMode::Normal);
+            let a = aim::Aim::new(mode, n.itr_register, (n.link_gbps * 1000.0) as u32);
+            let m = HwMod::Holdoff {
+                interval_ns: a.interval_ns(),
+            };
+            (
+                m,
+                m,
+                Driver::Aim {
+                    aim: a,
+                    counts: aim::Counts::default(),
+                },
+            )
+        }
+    }
+}

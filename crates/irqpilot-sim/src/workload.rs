@@ -1,0 +1,449 @@
+//! Workloads and the device data paths they drive (NIC wire/DMA, NVMe media/DMA).
+//!
+//! Packets are aggregated into trains: a bulk sender's TSO burst crosses the wire back to back,
+//! so one event carries the whole train and the receive ring learns each packet's landing time
+//! arithmetically (see `cq.rs`). The simulator therefore reports simulated packets per second
+//! rather than events per packet.
+
+use crate::config::WorkloadCfg;
+use crate::config::positive;
+use crate::cq::{EntryKind, NO_TAG};
+use crate::model::*;
+use crate::sim::Sim;
+use crate::time::{SimTime, us_to_ns};
+
+/// Resolves a bulk workload's parameters (`None` for other kinds).
+pub(crate) fn bulk_params(
+    sc: &crate::config::Scenario,
+    nics: &[Nic],
+    wi: usize,
+) -> Option<BulkParams> {
+    match &sc.workload[wi] {
+        WorkloadCfg::Bulk {
+            nic,
+            load,
+            flows,
+            window_kb,
+            chunk_kb,
+            wire_rtt_us,
+            jitter_us,
+        } => {
+            let ni = nic_index(sc, nic)?;
+            let n = &nics[ni];
+            let mtu = n.mtu as u64;
+            let whole = |kb: f64| (((kb * 1024.0) as u64).div_ceil(mtu)).max(1) * mtu;
+            let nflows = if *flows == 0 { 4 * n.queues } else { *flows };
+            let chunk = whole(*chunk_kb);
+            Some(BulkParams {
+                nic: ni,
+                pace_bps: n.link_bps * load / nflows as f64,
+                window: whole(*window_kb).max(chunk),
+                chunk,
+                rtt_ns: us_to_ns(*wire_rtt_us),
+                jitter_ns: jitter_us.max(0.0) * 1000.0,
+            })
+        }
+        _ => None,
+    }
+}
+
+impl Sim {
+    pub(crate) fn start_workloads(&mut self) {
+        for wi in 0..self.sc.workload.len() {
+            let wl = wi as u16;
+            match self.sc.workload[wi].clone() {
+                WorkloadCfg::Bulk { nic, flows, .. } => {
+                    let Some(ni) = nic_index(&self.sc, &nic) else {
+                        continue;
+                    };
+                    let n = &self.nics[ni];
+                    let nflows = if flows == 0 { 4 * n.queues } else { flows };
+                    for f in 0..nflows {
+                        let q = self.rss_queue(ni, f);
+                        self.wls[wi].flows.push(Flow {
+                            q,
+                            inflight: 0,
+                            next_send: SimTime::ZERO,
+                        });
+                    }
+                    for f in 0..nflows {
+                        // Senders start at random times within the first 20 us.
+                        let t = self.wls[wi].rng.below(20_000);
+                        self.wls[wi].flows[f as usize].next_send = SimTime(t);
+                        self.flow_send(wl, f, SimTime(t));
+                    }
+                }
+                WorkloadCfg::BulkTx { nic, .. } => {
+                    let Some(ni) = nic_index(&self.sc, &nic) else {
+                        continue;
+                    };
+                    let n = &self.nics[ni];
+                    for q in n.first_q..n.first_q + n.queues {
+                        let gap = self.train_gap_ns(wi, ni);
+                        let t = self.wls[wi].rng.below(gap.max(1));
+                        self.events.push(SimTime(t), Ev::TxSegment { wl, q });
+                    }
+                }
+                WorkloadCfg::Rpc {
+                    clients, think_us, ..
+                } => {
+                    for c in 0..clients.min(0x00ff_ffff) {
+                        // Spread the first requests over one think time (or 10 us).
+                        let spread = us_to_ns(think_us).max(10_000);
+                        let t = self.wls[wi].rng.below(spread);
+                        self.events
+                            .push(SimTime(t), Ev::ClientSend { wl, client: c });
+                    }
+                }
+                WorkloadCfg::Poisson { .. } => {
+                    let t = self.poisson_gap(wi);
+                    self.events.push(SimTime(t), Ev::PoissonArrive { wl });
+                }
+                WorkloadCfg::Fio { nvme, iodepth, .. } => {
+                    let qs: Vec<u32> = (0..self.vq.len() as u32)
+                        .filter(|&q| {
+                            self.drives[self.vq[q as usize].drive as usize]
+                                .name
+                                .starts_with(&nvme)
+                        })
+                        .collect();
+                    for q in qs {
+                        // Start staggered: one I/O at a time over the first media latency.
+                        let lat = self.drives[self.vq[q as usize].drive as usize].latency_ns;
+                        for _ in 0..iodepth {
+                            let t = SimTime(self.wls[wi].rng.below(lat.max(1)));
+                            self.nvme_submit_at(q, 1, t);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Mean gap between trains (or TSO segments) on one queue of a bulk workload.
+    fn train_gap_ns(&self, wi: usize, ni: usize) -> u64 {
+        let (load, kb) = match &self.sc.workload[wi] {
+            WorkloadCfg::BulkTx { load, tso_kb, .. } => (*load, *tso_kb),
+            _ => return u64::MAX,
+        };
+        let n = &self.nics[ni];
+        let per_queue_bps = n.link_bps * load / n.queues as f64;
+        if !positive(per_queue_bps) {
+            return u64::MAX / 4;
+        }
+        (kb as f64 * 1024.0 * 8.0 / per_queue_bps * 1e9) as u64
+    }
+
+    fn poisson_gap(&mut self, wi: usize) -> u64 {
+        let rate = match &self.sc.workload[wi] {
+            WorkloadCfg::Poisson { rate_per_sec, .. } => *rate_per_sec,
+            _ => 0.0,
+        };
+        if !positive(rate) {
+            return u64::MAX / 4;
+        }
+        self.wls[wi].rng.exp_ns(1e9 / rate).max(1)
+    }
+
+    /// `n` packets of `bytes` for NIC queue `q` reach the NIC's link at `now`.
+    ///
+    /// The link and the NIC's DMA are shared packet by packet among the queues that have data in
+    /// flight (a switch interleaves many senders), and each queue's own trains follow one another
+    /// in order. So with `k` queues busy, this queue's packets land `k x max(wire, DMA)` apart,
+    /// after the queue's earlier trains. DMA time is wire time divided by the platform's DMA
+    /// efficiency, so above the MSI knee every queue slows down. Packets that find the RX ring
+    /// full are dropped.
+    pub(crate) fn nic_rx(&mut self, q: u32, n: u32, bytes: u32, tag: u32, aux: u64) -> u32 {
+        let now = self.now;
+        let eff = self.plat.efficiency(now);
+        let nqi = q as usize;
+        let ni = self.nq[nqi].nic as usize;
+        let nic = &mut self.nics[ni];
+        let wire_ns = bytes as f64 * 8.0 / nic.link_bps * 1e9;
+        let per_pkt = wire_ns / eff.min(1.0);
+        // Retire queues whose link backlog has drained.
+        while let Some(&std::cmp::Reverse((end, qq))) = nic.active.peek() {
+            if end > now.ns() {
+                break;
+            }
+            nic.active.pop();
+            if self.nq[qq as usize].link_free.ns() == end {
+                nic.busy_queues -= 1;
+            }
+        }
+        let nq = &mut self.nq[nqi];
+        let idle = nq.link_free <= now;
+        let k = nic.busy_queues as f64 + if idle { 1.0 } else { 0.0 };
+        let spacing = per_pkt * k.max(1.0);
+        let t0 = now.max(nq.link_free).after(spacing as u64);
+        let end = t0.after((spacing * (n - 1) as f64) as u64);
+        if idle {
+            nic.busy_queues += 1;
+        }
+        nq.link_free = end.after(1);
+        nic.active.push(std::cmp::Reverse((nq.link_free.ns(), q)));
+        let landed = nq
+            .rx
+            .push(t0, spacing as u32, n, bytes, EntryKind::Rx, tag, aux);
+        self.nics[ni].dropped += (n - landed) as u64;
+        let s = self.nq[nqi].src;
+        self.schedule_fire(s);
+        landed
+    }
+
+    /// Sends as many chunks as the flow's window allows, once the ACK that frees the window has
+    /// reached the sender at `ack_at`; each reaches the NIC half a round trip later.
+    fn flow_send(&mut self, wl: u16, flow: u32, ack_at: SimTime) {
+        let wi = wl as usize;
+        let w = &mut self.wls[wi];
+        let Some(BulkParams {
+            pace_bps,
+            window,
+            chunk,
+            rtt_ns: rtt,
+            jitter_ns,
+            ..
+        }) = w.bulk
+        else {
+            return;
+        };
+        let f = &mut w.flows[flow as usize];
+        while f.inflight + chunk <= window {
+            let send = ack_at.max(f.next_send);
+            f.next_send = send.after((chunk as f64 * 8.0 / pace_bps * 1e9) as u64);
+            f.inflight += chunk;
+            let jitter = if jitter_ns > 0.0 {
+                w.rng.exp_ns(jitter_ns)
+            } else {
+                0
+            };
+            self.events
+                .push(send.after(rtt / 2 + jitter), Ev::Chunk { wl, flow });
+        }
+    }
+
+    /// The receiver consumed `bytes` of a flow: the ACK goes back and frees window.
+    pub(crate) fn flow_consumed(&mut self, wl: u16, flow: u32, bytes: u64) {
+        let wi = wl as usize;
+        let Some(rtt) = self.wls[wi].bulk.map(|b| b.rtt_ns) else {
+            return;
+        };
+        let Some(f) = self.wls[wi].flows.get_mut(flow as usize) else {
+            return;
+        };
+        f.inflight = f.inflight.saturating_sub(bytes);
+        let ack_at = self.now.after(rtt / 2);
+        self.flow_send(wl, flow, ack_at);
+    }
+
+    pub(crate) fn on_chunk(&mut self, wl: u16, flow: u32) {
+        let wi = wl as usize;
+        let Some(BulkParams { nic: ni, chunk, .. }) = self.wls[wi].bulk else {
+            return;
+        };
+        let q = self.wls[wi].flows[flow as usize].q;
+        let mtu = self.nics[ni].mtu as u64;
+        let pkts = chunk.div_ceil(mtu) as u32;
+        let tag = ((wl as u32) << 24) | (flow & 0x00ff_ffff);
+        // `aux = MAX` marks bulk batches (the consumer credits bytes back to the flow).
+        let lost = pkts - self.nic_rx(q, pkts, mtu as u32, tag, u64::MAX);
+        // The model has no loss recovery: a dropped packet's bytes are released at once so the
+        // flow does not stall (as if retransmitted instantly); drops are counted and reported.
+        if lost > 0 {
+            self.flow_consumed(wl, flow, lost as u64 * mtu);
+        }
+    }
+
+    /// A TSO segment leaves on queue `q`: its completion lands when the wire has sent it, and the
+    /// receiver's ACKs (one per two segments of MTU) come back as small RX packets.
+    pub(crate) fn on_tx_segment(&mut self, wl: u16, q: u32) {
+        let wi = wl as usize;
+        let now = self.now;
+        let qi = q as usize;
+        let ni = self.nq[qi].nic as usize;
+        let kb = match &self.sc.workload[wi] {
+            WorkloadCfg::BulkTx { tso_kb, .. } => *tso_kb,
+            _ => return,
+        };
+        let bytes = kb * 1024;
+        let nic = &mut self.nics[ni];
+        let wire_ns = bytes as f64 * 8.0 / nic.link_bps * 1e9;
+        let start = now.max(nic.wire_tx_free);
+        let done = start.after(wire_ns as u64);
+        nic.wire_tx_free = done;
+        let mtu = nic.mtu;
+        self.nq[qi]
+            .tx
+            .push(done, 0, 1, bytes, EntryKind::TxDone, NO_TAG, 0);
+        // Receivers with GRO acknowledge roughly every 8 MSS of a burst.
+        let acks = (bytes / mtu / 8).max(1);
+        let ack_spacing = (wire_ns / acks as f64) as u32;
+        self.nq[qi].rx.push(
+            start.after(ack_spacing as u64),
+            ack_spacing,
+            acks,
+            66,
+            EntryKind::Rx,
+            NO_TAG,
+            0,
+        );
+        let s = self.nq[qi].src;
+        self.schedule_fire(s);
+        let gap = self.train_gap_ns(wi, ni);
+        self.events
+            .push(now.after(gap.max(1)), Ev::TxSegment { wl, q });
+    }
+
+    /// Which queue RSS puts a flow on.
+    fn rss_queue(&self, ni: usize, flow: u32) -> u32 {
+        let n = &self.nics[ni];
+        // A fixed multiplicative hash: deterministic and spreads consecutive flows.
+        let h = (flow as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        n.first_q + (h % n.queues as u64) as u32
+    }
+
+    fn rpc_params(&self, wi: usize) -> Option<(usize, f64, u32, u32, f64)> {
+        match &self.sc.workload[wi] {
+            WorkloadCfg::Rpc {
+                nic,
+                think_us,
+                request_bytes,
+                response_bytes,
+                wire_rtt_us,
+                ..
+            } => Some((
+                nic_index(&self.sc, nic)?,
+                *think_us,
+                *request_bytes,
+                *response_bytes,
+                *wire_rtt_us,
+            )),
+            WorkloadCfg::Poisson {
+                nic, request_bytes, ..
+            } => Some((
+                nic_index(&self.sc, nic)?,
+                0.0,
+                *request_bytes,
+                *request_bytes,
+                0.0,
+            )),
+            _ => None,
+        }
+    }
+
+    fn set_sent(&mut self, wl: u16, client: u32, at: u64) {
+        let sent = &mut self.wls[wl as usize].sent;
+        if sent.len() <= client as usize {
+            sent.resize(client as usize + 1, 0);
+        }
+        sent[client as usize] = at;
+    }
+
+    pub(crate) fn on_client_send(&mut self, wl: u16, client: u32) {
+        let Some((_, _, _, _, wire)) = self.rpc_params(wl as usize) else {
+            return;
+        };
+        self.set_sent(wl, client, self.now.ns());
+        self.events.push(
+            self.now.after(us_to_ns(wire) / 2),
+            Ev::Request { wl, client },
+        );
+    }
+
+    pub(crate) fn on_request(&mut self, wl: u16, client: u32) {
+        let Some((ni, _, req_bytes, _, _)) = self.rpc_params(wl as usize) else {
+            return;
+        };
+        let sent = self.wls[wl as usize]
+            .sent
+            .get(client as usize)
+            .copied()
+            .unwrap_or(0);
+        let q = self.rss_queue(ni, client);
+        let tag = ((wl as u32) << 24) | (client & 0x00ff_ffff);
+        self.nic_rx(q, 1, req_bytes, tag, sent);
+    }
+
+    pub(crate) fn on_poisson(&mut self, wl: u16) {
+        let wi = wl as usize;
+        let id = self.wls[wi].next_id & 0x00ff_ffff;
+        self.wls[wi].next_id = self.wls[wi].next_id.wrapping_add(1);
+        // Poisson requests are identified by their arrival time directly (no table entry).
+        let sent = self.now.ns();
+        self.on_poisson_request(wl, id, sent);
+        let gap = self.poisson_gap(wi);
+        self.events
+            .push(self.now.after(gap), Ev::PoissonArrive { wl });
+    }
+
+    fn on_poisson_request(&mut self, wl: u16, id: u32, sent: u64) {
+        let Some((ni, _, req_bytes, _, _)) = self.rpc_params(wl as usize) else {
+            return;
+        };
+        let q = self.rss_queue(ni, id);
+        let tag = ((wl as u32) << 24) | (id & 0x00ff_ffff);
+        self.nic_rx(q, 1, req_bytes, tag, sent);
+    }
+
+    /// The server application answered a request: the response leaves on the same queue (its
+    /// TX completion lands on the queue's vector) and reaches the client half a wire RTT later.
+    pub(crate) fn respond(&mut self, wl: u16, q: u32, client: u32, sent: u64) {
+        let wi = wl as usize;
+        let Some((ni, think, _, resp_bytes, wire)) = self.rpc_params(wi) else {
+            return;
+        };
+        let now = self.now;
+        let nic = &mut self.nics[ni];
+        let wire_ns = resp_bytes as f64 * 8.0 / nic.link_bps * 1e9;
+        let start = now.max(nic.wire_tx_free);
+        let done = start.after(wire_ns as u64);
+        nic.wire_tx_free = done;
+        self.nq[q as usize]
+            .tx
+            .push(done, 0, 1, resp_bytes, EntryKind::TxDone, NO_TAG, 0);
+        let s = self.nq[q as usize].src;
+        self.schedule_fire(s);
+        let received = done.after(us_to_ns(wire) / 2);
+        self.m.record_latency(received.since(SimTime(sent)), 1);
+        if self.m.counting() {
+            self.m.c.transactions += 1;
+        }
+        if matches!(self.sc.workload[wi], WorkloadCfg::Rpc { .. }) {
+            let think_ns = self.wls[wi].rng.exp_ns(us_to_ns(think) as f64);
+            self.events
+                .push(received.after(think_ns), Ev::ClientSend { wl, client });
+        }
+    }
+
+    pub(crate) fn nvme_submit(&mut self, q: u32, n: u32) {
+        let now = self.now;
+        self.nvme_submit_at(q, n, now);
+    }
+
+    /// `n` reads submitted on NVMe queue `q` at `t`: media latency (±10%), then DMA on the
+    /// drive's link at its bandwidth times the platform's DMA efficiency; each completion lands
+    /// when its data has.
+    pub(crate) fn nvme_submit_at(&mut self, q: u32, n: u32, t: SimTime) {
+        let qi = q as usize;
+        let di = self.vq[qi].drive as usize;
+        let eff = self.plat.efficiency(self.now);
+        let d = &mut self.drives[di];
+        let jitter = 0.9 + 0.2 * d.rng.unit();
+        let media = t.after((d.latency_ns as f64 * jitter) as u64);
+        let per_io = d.block_ns / eff;
+        let start = media.max(d.dma_free);
+        d.dma_free = start.after((per_io * n as f64) as u64);
+        let bytes = d.block_bytes;
+        self.vq[qi].cq.push(
+            start.after(per_io as u64),
+            per_io as u32,
+            n,
+            bytes,
+            EntryKind::Cqe,
+            NO_TAG,
+            t.ns(),
+        );
+        let s = self.vq[qi].src;
+        self.schedule_fire(s);
+    }
+}

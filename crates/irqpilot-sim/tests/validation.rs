@@ -1,0 +1,238 @@
+//! Validation of the twin: determinism, closed forms, and the published shapes it must show.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use irqpilot_sim::scenarios::builtin;
+use irqpilot_sim::{Report, Scenario, Sim};
+
+fn sets(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn run_builtin(name: &str, pairs: &[(&str, &str)]) -> Report {
+    let sc = builtin(name)
+        .unwrap()
+        .unwrap()
+        .with_sets(&sets(pairs))
+        .unwrap();
+    run(sc)
+}
+
+fn run(sc: Scenario) -> Report {
+    let mut sim = Sim::new(sc).unwrap();
+    sim.run();
+    sim.report()
+}
+
+#[test]
+fn same_seed_same_bytes_other_seed_other_bytes() {
+    let a = serde_json::to_string(&run_builtin(
+        "nic-100g-32q-lowload",
+        &[("duration_ms", "120")],
+    ))
+    .unwrap();
+    let b = serde_json::to_string(&run_builtin(
+        "nic-100g-32q-lowload",
+        &[("duration_ms", "120")],
+    ))
+    .unwrap();
+    let c = serde_json::to_string(&run_builtin(
+        "nic-100g-32q-lowload",
+        &[("duration_ms", "120"), ("seed", "7")],
+    ))
+    .unwrap();
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
+
+const MM1: &str = r#"
+name = "mm1"
+description = "One CPU serving Poisson requests with exponential service: an M/M/1 queue."
+duration_ms = 3000
+warmup_ms = 200
+[machine]
+cores_per_package = 1
+[costs]
+hardirq_us = 0.0
+indirect_us = 0.0
+napi_poll_us = 0.0
+rx_packet_ns = 0.0
+rx_copy_ns_per_byte = 0.0
+tx_completion_ns = 0.0
+[platform]
+msi_latency_us = 0.0
+[[nic]]
+name = "eth0"
+link_gbps = 400
+queues = 1
+moderation = "none"
+[[workload]]
+kind = "poisson"
+nic = "eth0"
+rate_per_sec = 100000
+request_bytes = 64
+service_us = 5.0
+exponential_service = true
+"#;
+
+#[test]
+fn mm1_mean_latency_matches_the_closed_form() {
+    // lambda = 100 k/s, mu = 200 k/s: mean time in system 1 / (mu - lambda) = 10 us.
+    let r = run(Scenario::from_toml(MM1, "mm1").unwrap());
+    let mean = r.latency_us.unwrap().mean;
+    assert!((mean - 10.0).abs() / 10.0 < 0.02, "mean {mean} us");
+    // At rho = 0.8 the mean is 25 us.
+    let sc = Scenario::from_toml(MM1, "mm1")
+        .unwrap()
+        .with_sets(&sets(&[("workload.0.rate_per_sec", "160000")]))
+        .unwrap();
+    let mean = run(sc).latency_us.unwrap().mean;
+    assert!((mean - 25.0).abs() / 25.0 < 0.02, "mean {mean} us");
+}
+
+#[test]
+fn interrupts_equal_completions_without_moderation() {
+    // One outstanding read per queue: every completion is its own interrupt.
+    let r = run_builtin("nvme-12ssd-96q-lowload", &[("duration_ms", "200")]);
+    let (irqs, ios) = (r.interrupts_per_sec, r.iops.unwrap());
+    assert!(
+        (irqs - ios).abs() / ios < 0.001,
+        "{irqs} interrupts/s vs {ios} IOPS"
+    );
+    // With 8 reads per queue and the device aggregating 8 completions (with a long timeout),
+    // interrupts are completions / 8.
+    let r = run_builtin(
+        "nvme-12ssd-96q-lowload",
+        &[
+            ("duration_ms", "200"),
+            ("workload.0.iodepth", "8"),
+            ("moderation", "static"),
+            ("nvme.0.coalesce_time_100us", "50"),
+            ("nvme.0.coalesce_threshold", "8"),
+        ],
+    );
+    let ratio = r.iops.unwrap() / r.interrupts_per_sec;
+    assert!(
+        (ratio - 8.0).abs() < 0.4,
+        "{ratio} completions per interrupt"
+    );
+}
+
+#[test]
+fn seed_001_aim_rates() {
+    for (mode, rate) in [("0", 8004), ("1", 20_032), ("2", 71_022)] {
+        let r = run_builtin(
+            "aim-e1000-idle",
+            &[("aim_mode", mode), ("duration_ms", "600")],
+        );
+        assert_eq!(
+            r.per_source[0].driver_rate_per_sec,
+            Some(rate),
+            "idle, enable_aim={mode}"
+        );
+    }
+    let bulk0 = run_builtin(
+        "aim-e1000-bulk",
+        &[("aim_mode", "0"), ("duration_ms", "400")],
+    );
+    assert!(
+        (7000.0..=8100.0).contains(&bulk0.interrupts_per_sec),
+        "{}",
+        bulk0.interrupts_per_sec
+    );
+    for mode in ["1", "2"] {
+        let r = run_builtin(
+            "aim-e1000-bulk",
+            &[("aim_mode", mode), ("duration_ms", "400")],
+        );
+        assert!(
+            (3800.0..=4200.0).contains(&r.interrupts_per_sec),
+            "bulk {mode}: {}",
+            r.interrupts_per_sec
+        );
+        assert_eq!(r.per_source[0].driver_rate_per_sec, Some(4002));
+    }
+    let lat = |m: &str| {
+        run_builtin(
+            "aim-e1000-pingpong",
+            &[("aim_mode", m), ("duration_ms", "300")],
+        )
+    };
+    let (l0, l1, l2) = (lat("0"), lat("1"), lat("2"));
+    let p50 = |r: &Report| r.latency_us.as_ref().unwrap().p50;
+    assert!(
+        p50(&l2) < p50(&l1) && p50(&l1) < p50(&l0),
+        "{} {} {}",
+        p50(&l2),
+        p50(&l1),
+        p50(&l0)
+    );
+    // A static 8,000/s caps TCP_RR near 8,000 transactions/s (125 us floor).
+    let tps0 = l0.transactions_per_sec.unwrap();
+    assert!((7600.0..=8050.0).contains(&tps0), "{tps0}");
+}
+
+#[test]
+fn platform_limit_collapse_shapes() {
+    let short = [("duration_ms", "400"), ("warmup_ms", "150")];
+    fn with<'a>(
+        short: &[(&'a str, &'a str)],
+        extra: &[(&'a str, &'a str)],
+    ) -> Vec<(&'a str, &'a str)> {
+        let mut v = short.to_vec();
+        v.extend_from_slice(extra);
+        v
+    }
+    // 100 G: conventional moderation ~50 Gb/s on the limited platform, line rate on a healthy one.
+    let lim = run_builtin("nic-100g-32q", &short);
+    let ok = run_builtin("nic-100g-32q", &with(&short, &[("platform", "healthy")]));
+    let g = lim.throughput_gbps.unwrap();
+    assert!((40.0..=60.0).contains(&g), "100G limited {g}");
+    assert!(lim.interrupts_per_sec > 2.0e6);
+    assert!(
+        ok.throughput_gbps.unwrap() >= 95.0,
+        "100G healthy {:?}",
+        ok.throughput_gbps
+    );
+    // 12 SSDs: ~6 M IOPS limited, device max (20.5 M) healthy.
+    let lim = run_builtin("nvme-12ssd-96q", &short);
+    let ok = run_builtin("nvme-12ssd-96q", &with(&short, &[("platform", "healthy")]));
+    let iops = lim.iops.unwrap();
+    assert!((5.0e6..=8.5e6).contains(&iops), "12 SSD limited {iops}");
+    assert!(ok.iops.unwrap() >= 19.0e6, "12 SSD healthy {:?}", ok.iops);
+    // GSIM v4's platform at iodepth 8: OFF 5.24 M IOPS published.
+    let v4 = run_builtin("nvme-8ssd-64q", &short).iops.unwrap();
+    assert!((4.5e6..=6.5e6).contains(&v4), "8 SSD {v4}");
+}
+
+#[test]
+fn two_hundred_gig_ten_vms() {
+    let short = [("duration_ms", "250"), ("warmup_ms", "100")];
+    let lim = run_builtin("nic-200g-160q-10vm", &short)
+        .throughput_gbps
+        .unwrap();
+    assert!(lim <= 70.0, "200G limited {lim}");
+    let mut v = short.to_vec();
+    v.push(("platform", "healthy"));
+    let ok = run_builtin("nic-200g-160q-10vm", &v)
+        .throughput_gbps
+        .unwrap();
+    assert!(ok >= 180.0, "200G healthy {ok}");
+}
+
+#[test]
+fn memory_is_bounded_by_in_flight_work_not_duration() {
+    // A long run at fine resolution keeps at most MAX_SERIES_POINTS points.
+    let r = run_builtin(
+        "aim-e1000-idle-lowload",
+        &[("duration_ms", "20000"), ("metrics.series_ms", "1")],
+    );
+    assert!(
+        r.series.len() <= irqpilot_sim::MAX_SERIES_POINTS,
+        "{}",
+        r.series.len()
+    );
+    assert!(r.series.len() > 1000);
+}
