@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+pub mod control;
 pub mod cpuset;
 pub mod findings;
 pub mod ids;
@@ -31,6 +32,7 @@ pub mod rates;
 pub mod snapshot;
 pub mod topology;
 
+pub use control::{Controller, StepReport};
 pub use cpuset::{CpuSet, CpuSetError, MAX_CPUS};
 pub use findings::{Finding, FindingsConfig, Severity};
 pub use ids::{CpuId, IrqNum, MonoNs, NodeId, PciAddr};

@@ -47,6 +47,9 @@ pub struct Machine {
     pub kernel_release: Option<String>,
     /// `/proc/cmdline`, verbatim (trimmed).
     pub cmdline: Option<String>,
+    /// Moderation knobs per IRQ and the kernel's software moderation, where known.
+    #[serde(default)]
+    pub moderation: crate::moderation::knobs::ModerationInventory,
     /// Sources that could not be read. Grouped: a missing directory is one gap, not one per file.
     pub gaps: Vec<Gap>,
 }
