@@ -223,6 +223,8 @@ pub fn read_machine(root: &Root) -> Result<Machine, PlatformError> {
         default_affinity,
         kernel_release,
         cmdline: cmdline_text.map(|t| t.trim().to_string()),
+        // Moderation knobs need ioctls on live devices; the moderation readers fill them.
+        moderation: Default::default(),
         gaps: log.finish(),
     })
 }
