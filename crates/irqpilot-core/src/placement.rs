@@ -173,7 +173,8 @@ pub fn decide(cfg: &PlacementConfig, learned: &Learned, input: &PolicyInput<'_>)
             why = Some(Why::Narrow);
         }
         let to = CpuSet::single(m.cpus[p as usize].id);
-        if !moved && s.requested.as_ref() == Some(&to) {
+        let mask_before = machine.irqs.get(&s.irq).and_then(|i| i.requested.clone());
+        if !moved && mask_before.as_ref() == Some(&to) {
             continue;
         }
         plan.actions.push(Action::SetAffinity {
@@ -187,7 +188,7 @@ pub fn decide(cfg: &PlacementConfig, learned: &Learned, input: &PolicyInput<'_>)
                 .map(|h| CpuSet::single(m.cpus[h as usize].id))
                 .unwrap_or_default(),
             to,
-            mask_before: s.requested.clone(),
+            mask_before,
             load: s.load,
             reason: why.map_or(MoveReason::Balance, reason),
         });

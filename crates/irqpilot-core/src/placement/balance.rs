@@ -123,12 +123,7 @@ fn required_moves(m: &mut Model, banned: &crate::CpuSet, rep: &mut SearchReport)
             None => {
                 // Delivered to a good CPU, but the mask also names CPUs it may not use: the
                 // kernel could move it there at any time (a hotplug, a vector reshuffle).
-                let bad_mask = s.requested.as_ref().is_some_and(|r| {
-                    r.iter().any(|c| match m.dense(c) {
-                        Some(d) => !s.may_use(&m.cpus[d as usize]),
-                        None => true,
-                    })
-                });
+                let bad_mask = !s.mask_ok;
                 if bad_mask {
                     rep.why[i] = Some(Why::Narrow);
                     rep.narrow[i] = true;

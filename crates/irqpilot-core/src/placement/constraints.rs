@@ -102,15 +102,16 @@ pub(crate) fn common_allowed(machine: &Machine, cfg: &PlacementConfig) -> CpuSet
         .difference(&cfg.ban_cpus)
 }
 
-/// Rules for every IRQ of the machine, plus notes on pins that could not be honoured.
+/// Rules for every IRQ of the machine, in `machine.irqs` order, plus notes on pins that could
+/// not be honoured.
 pub(crate) fn irq_rules(
     machine: &Machine,
     cfg: &PlacementConfig,
     allowed: &CpuSet,
     refused: &BTreeMap<IrqNum, String>,
     notes: &mut Vec<String>,
-) -> BTreeMap<IrqNum, IrqRule> {
-    let mut rules = BTreeMap::new();
+) -> Vec<IrqRule> {
+    let mut rules = Vec::with_capacity(machine.irqs.len());
     let mut empty_pins: BTreeMap<usize, Vec<IrqNum>> = BTreeMap::new();
     for irq in machine.irqs.values() {
         let hold = if irq.managed == Some(true) {
@@ -141,7 +142,7 @@ pub(crate) fn irq_rules(
                     Some(set)
                 }
             });
-        rules.insert(irq.irq, IrqRule { hold, pinned });
+        rules.push(IrqRule { hold, pinned });
     }
     for (index, irqs) in empty_pins {
         notes.push(format!(
@@ -217,12 +218,12 @@ mod tests {
         assert_eq!(allowed, CpuSet::range(0, 6));
         let mut notes = Vec::new();
         let r = irq_rules(&m, &cfg, &allowed, &BTreeMap::new(), &mut notes);
-        assert_eq!(r[&IrqNum(40)].pinned, Some(CpuSet::range(2, 3)));
-        assert_eq!(r[&IrqNum(40)].hold, None);
-        assert_eq!(r[&IrqNum(41)].hold, Some(Hold::Banned));
-        assert_eq!(r[&IrqNum(42)].hold, Some(Hold::Managed));
+        assert_eq!(r[0].pinned, Some(CpuSet::range(2, 3)));
+        assert_eq!(r[0].hold, None);
+        assert_eq!(r[1].hold, Some(Hold::Banned));
+        assert_eq!(r[2].hold, Some(Hold::Managed));
         // The pin to the banned CPU 7 cannot be honoured, and says so.
-        assert_eq!(r[&IrqNum(42)].pinned, None);
+        assert_eq!(r[2].pinned, None);
         assert_eq!(notes.len(), 1);
         assert!(notes[0].contains("pin[1]"), "{notes:?}");
     }

@@ -7,12 +7,12 @@ use super::config::PlacementConfig;
 use super::constraints::{Hold, IrqRule};
 use super::load::{LoadBasis, cpu_factors, finite, row_load};
 use crate::cpuset::CpuSet;
-use crate::ids::{CpuId, IrqNum, PciAddr};
+use crate::ids::{CpuId, IrqNum, NodeId, PciAddr};
 use crate::irq::Irq;
 use crate::machine::Machine;
 use crate::queue::QueueKind;
 use crate::rates::Rates;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One online CPU and the groups it belongs to (dense group numbers per level).
 #[derive(Clone, Debug)]
@@ -43,12 +43,12 @@ pub(crate) struct IrqSlot {
     pub pinned: Option<CpuSet>,
     /// CPUs the kernel refused for it (EINVAL), learned.
     pub refused_cpus: Option<CpuSet>,
-    /// The device's NUMA-local CPUs, when known.
-    pub local: Option<CpuSet>,
+    /// The device's NUMA-local CPUs, when known: an index into [`Model::locals`].
+    pub local: Option<u32>,
     /// Dense device index, for data queues (RX/TX/combined/I/O) of a known device.
     pub queue_dev: Option<u32>,
-    /// `smp_affinity_list` before the plan.
-    pub requested: Option<CpuSet>,
+    /// Whether `smp_affinity_list` names only CPUs the IRQ may use.
+    pub mask_ok: bool,
 }
 
 impl IrqSlot {
@@ -57,11 +57,6 @@ impl IrqSlot {
         c.allowed
             && self.pinned.as_ref().is_none_or(|p| p.contains(c.id))
             && self.refused_cpus.as_ref().is_none_or(|r| !r.contains(c.id))
-    }
-
-    /// Whether `cpu` is off the device's local CPUs (false when locality is unknown).
-    pub fn remote(&self, cpu: CpuId) -> bool {
-        self.local.as_ref().is_some_and(|l| !l.contains(cpu))
     }
 }
 
@@ -79,9 +74,9 @@ pub(crate) struct Weights {
 #[derive(Clone, Debug)]
 pub(crate) struct Model {
     pub cpus: Vec<CpuSlot>,
-    /// CPU number -> dense index (`u32::MAX` for CPUs that are not online).
-    dense: Vec<u32>,
     pub irqs: Vec<IrqSlot>,
+    /// Distinct NUMA-local CPU sets, shared by the IRQs of a device or node.
+    pub locals: Vec<CpuSet>,
     pub cpu_load: Vec<f64>,
     pub core_load: Vec<f64>,
     pub llc_load: Vec<f64>,
@@ -140,7 +135,8 @@ fn dense_groups<K: Ord + Copy>(keys: &[K]) -> (Vec<u32>, usize) {
 pub(crate) struct BuildInput<'a> {
     pub cfg: &'a PlacementConfig,
     pub allowed: &'a CpuSet,
-    pub rules: &'a BTreeMap<IrqNum, IrqRule>,
+    /// In `machine.irqs` order.
+    pub rules: &'a [IrqRule],
     pub full_cpus: &'a BTreeSet<CpuId>,
     pub refused_cpus: &'a BTreeMap<IrqNum, CpuSet>,
 }
@@ -187,21 +183,36 @@ impl Model {
         let dense_of = |c: CpuId| dense.get(c.0 as usize).copied().filter(|d| *d != u32::MAX);
 
         let mut devices: BTreeMap<&PciAddr, u32> = BTreeMap::new();
-        let mut index: HashMap<IrqNum, usize> = HashMap::with_capacity(machine.irqs.len());
+        let mut locals: Vec<CpuSet> = Vec::new();
+        // Local sets by device, else by node: computed once, not per IRQ.
+        let mut local_of: BTreeMap<(Option<&PciAddr>, Option<NodeId>), Option<u32>> =
+            BTreeMap::new();
         let mut irqs = Vec::with_capacity(machine.irqs.len());
-        for irq in machine.irqs.values() {
-            let rule = b.rules.get(&irq.irq);
+        for (k, irq) in machine.irqs.values().enumerate() {
+            let rule = b.rules.get(k);
             let pos = position(irq, online).and_then(dense_of);
             let dev = irq.device.as_ref().and_then(|a| machine.devices.get(a));
-            let local = dev
-                .and_then(|d| d.local_cpus.clone())
-                .filter(|l| !l.is_empty())
-                .or_else(|| {
-                    let node = irq.node.or(dev.and_then(|d| d.numa_node))?;
-                    topo.nodes.get(&node).cloned()
-                })
-                .map(|l| l.intersection(b.allowed))
-                .filter(|l| !l.is_empty());
+            let key = (dev.map(|d| &d.addr), irq.node);
+            let local = *local_of.entry(key).or_insert_with(|| {
+                let set = dev
+                    .and_then(|d| d.local_cpus.as_ref())
+                    .filter(|l| !l.is_empty())
+                    .cloned()
+                    .or_else(|| {
+                        let node = irq.node.or(dev.and_then(|d| d.numa_node))?;
+                        topo.nodes.get(&node).cloned()
+                    })
+                    .map(|l| l.intersection(b.allowed))
+                    .filter(|l| !l.is_empty())?;
+                let at = match locals.iter().position(|l| *l == set) {
+                    Some(at) => at,
+                    None => {
+                        locals.push(set);
+                        locals.len() - 1
+                    }
+                };
+                Some(at as u32)
+            });
             let queue_dev = match (&irq.device, is_data_queue(irq)) {
                 (Some(addr), true) => {
                     let next = devices.len() as u32;
@@ -209,7 +220,15 @@ impl Model {
                 }
                 _ => None,
             };
-            index.insert(irq.irq, irqs.len());
+            let pinned = rule.and_then(|r| r.pinned.clone());
+            let refused_cpus = b.refused_cpus.get(&irq.irq).cloned();
+            // Offline CPUs in a mask do not matter until they come online (and then the
+            // policy sees them).
+            let mask_ok = irq.requested.as_ref().is_some_and(|r| {
+                !r.difference(pinned.as_ref().unwrap_or(b.allowed))
+                    .intersects(online)
+                    && !refused_cpus.as_ref().is_some_and(|x| r.intersects(x))
+            });
             irqs.push(IrqSlot {
                 irq: irq.irq,
                 load: 0.0,
@@ -217,11 +236,11 @@ impl Model {
                 pos,
                 hold: rule.and_then(|r| r.hold.clone()),
                 heavy: false,
-                pinned: rule.and_then(|r| r.pinned.clone()),
-                refused_cpus: b.refused_cpus.get(&irq.irq).cloned(),
+                pinned,
+                refused_cpus,
                 local,
                 queue_dev,
-                requested: irq.requested.clone(),
+                mask_ok,
             });
         }
 
@@ -233,7 +252,10 @@ impl Model {
             let cols: Vec<Option<u32>> = rates.per_cpu.iter().map(|c| dense_of(c.cpu)).collect();
             for row in &rates.rows {
                 let Some(num) = row.label.irq() else { continue };
-                let slot = index.get(&num).map(|&i| &mut irqs[i]);
+                let slot = irqs
+                    .binary_search_by_key(&num, |s| s.irq)
+                    .ok()
+                    .map(|i| &mut irqs[i]);
                 match slot {
                     // Loads belong to IRQs that have a place (or will get one).
                     Some(s) if s.pos.is_some() || s.hold.is_none() => {
@@ -276,8 +298,8 @@ impl Model {
             pkg_load: vec![0.0; npkg],
             queue_load: vec![vec![0.0; ncores]; devices.len()],
             cpus,
-            dense,
             irqs,
+            locals,
             vectors,
             cap,
             weights: Weights {
@@ -328,12 +350,11 @@ impl Model {
         self.pkg_load[s.pkg as usize] += l;
     }
 
-    /// Dense index of an online CPU.
-    pub fn dense(&self, cpu: CpuId) -> Option<u32> {
-        self.dense
-            .get(cpu.0 as usize)
-            .copied()
-            .filter(|d| *d != u32::MAX)
+    /// Whether `cpu` is off IRQ `i`'s device-local CPUs (false when locality is unknown).
+    pub fn remote(&self, i: usize, cpu: CpuId) -> bool {
+        self.irqs[i]
+            .local
+            .is_some_and(|l| !self.locals[l as usize].contains(cpu))
     }
 
     /// Whether CPU `t` has a vector left for one more IRQ.

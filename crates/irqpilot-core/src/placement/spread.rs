@@ -49,7 +49,7 @@ impl Model {
         if let Some(d) = s.queue_dev {
             cost += w.queue * without(self.queue_load[d as usize][c.core as usize], own_core);
         }
-        if s.remote(c.id) {
+        if self.remote(i, c.id) {
             cost += w.numa;
         }
         cost
@@ -100,9 +100,8 @@ impl Model {
     /// least arrival cost. Light IRQs carry no load worth balancing but each holds a vector,
     /// and many of them funnelled onto one CPU is how vector exhaustion happens.
     pub fn best_by_vectors(&self, i: usize) -> Option<usize> {
-        let s = &self.irqs[i];
         self.targets(i).min_by(|&a, &b| {
-            let key = |t: usize| (s.remote(self.cpus[t].id), self.vectors[t]);
+            let key = |t: usize| (self.remote(i, self.cpus[t].id), self.vectors[t]);
             key(a).cmp(&key(b)).then_with(|| {
                 self.arrival_cost(i, a)
                     .total_cmp(&self.arrival_cost(i, b))
@@ -120,10 +119,10 @@ impl Model {
             + w.llc * sq(&self.llc_load)
             + w.pkg * sq(&self.pkg_load)
             + w.queue * self.queue_load.iter().map(|q| sq(q)).sum::<f64>();
-        for s in &self.irqs {
+        for (i, s) in self.irqs.iter().enumerate() {
             if s.hold.is_none() {
                 if let Some(p) = s.pos {
-                    if s.remote(self.cpus[p as usize].id) {
+                    if self.remote(i, self.cpus[p as usize].id) {
                         phi += 2.0 * w.numa * s.load;
                     }
                 }
