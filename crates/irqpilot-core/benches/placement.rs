@@ -7,6 +7,8 @@
 //! * `steady`: the layout the policy left (a fixed point): the daemon's usual period;
 //! * `pile-up`: every movable IRQ on CPU 0, the worst case.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[path = "../tests/common/mod.rs"]
 mod common;
 

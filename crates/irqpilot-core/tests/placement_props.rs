@@ -1,6 +1,8 @@
 //! Property tests of the placement policy's rules (issue 5, docs/placement.md): generated
 //! topologies, layouts and rates; each property is one rule.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{Scenario, Shape, apply, follow, generate, rates_for};
