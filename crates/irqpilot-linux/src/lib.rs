@@ -11,15 +11,20 @@
 //! * [`capture`]: copies the files irqpilot reads from a root into a fixture tree with a
 //!   `MANIFEST.toml` (`irqpilot capture`).
 //!
+//! * [`journal`]: records every value `apply` replaces before writing it, and `revert`;
+//!   [`channels`]: NIC queue counts through the ethtool channels ioctl.
+//!
 //! Every file access goes through [`root::Root`], so tests and the simulator's exported tree use
 //! the same code as a live machine.
 
 #![warn(missing_docs)]
 
 pub mod capture;
+pub mod channels;
 pub mod error;
 pub mod format;
 pub mod inventory;
+pub mod journal;
 pub mod root;
 
 pub use error::ParseError;
