@@ -8,7 +8,7 @@
 //! In short: loads come from the CPUs' interrupt time shared by rate ([`load`]); IRQs the
 //! rules forbid where they are (isolated, banned or offline CPUs, pins) move first; then heavy
 //! IRQs move while a move lowers a quadratic objective over CPU, core, cache, package and
-//! per-device-per-core loads, with a NUMA penalty, by at least the tolerance ([`spread`]);
+//! per-device-per-core loads, with a NUMA penalty, by at least the tolerance (module `spread`);
 //! never onto a CPU without a free vector ([`capacity`]); never a managed or banned IRQ. Masks
 //! are single CPUs: x86 delivers to one CPU anyway (balancing.md 5.7).
 
