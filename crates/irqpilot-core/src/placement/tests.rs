@@ -322,3 +322,100 @@ fn enospc_marks_a_cpu_full_until_irqs_change() {
     l.prune(&m);
     assert!(l.full_cpus.is_empty(), "an IRQ came: vectors changed");
 }
+
+/// A machine whose IRQ 41 is registered (on an isolated CPU) after the first period.
+struct Growing {
+    now: u64,
+    machine: Machine,
+    late: Irq,
+    writes: Vec<(IrqNum, CpuSet)>,
+}
+
+impl crate::platform::Platform for Growing {
+    fn machine(&mut self) -> Result<Machine, crate::platform::PlatformError> {
+        Ok(self.machine.clone())
+    }
+    fn snapshot_into(
+        &mut self,
+        s: &mut crate::snapshot::Snapshot,
+    ) -> Result<(), crate::platform::PlatformError> {
+        use crate::snapshot::InterruptTable;
+        let cpus: Vec<CpuId> = self.machine.topology.online.iter().collect();
+        let mut t = InterruptTable::with_kernel_header(cpus.clone(), 3);
+        for irq in self.machine.irqs.values() {
+            let counts: Vec<u64> = cpus.iter().map(|_| self.now / 1_000_000).collect();
+            t.push_kernel_row(RowLabel::Irq(irq.irq), 3, &counts, " x");
+        }
+        s.interrupts = t;
+        s.taken_at = MonoNs(self.now);
+        Ok(())
+    }
+    fn apply(&mut self, plan: &Plan) -> ApplyReport {
+        let mut outcomes = Vec::new();
+        for a in &plan.actions {
+            if let Action::SetAffinity { irq, cpus } = a {
+                self.writes.push((*irq, cpus.clone()));
+                if let Some(i) = self.machine.irqs.get_mut(irq) {
+                    i.requested = Some(cpus.clone());
+                    i.effective = Some(cpus.clone());
+                }
+            }
+            outcomes.push(Outcome {
+                action: a.clone(),
+                old: None,
+                result: Ok(true),
+            });
+        }
+        ApplyReport { outcomes }
+    }
+    fn now(&mut self) -> MonoNs {
+        MonoNs(self.now)
+    }
+    fn sleep(&mut self, ns: u64) {
+        self.now += ns;
+        if self.now >= 2_500_000_000 && !self.machine.irqs.contains_key(&self.late.irq) {
+            self.machine.irqs.insert(self.late.irq, self.late.clone());
+        }
+    }
+}
+
+#[test]
+fn new_irqs_are_placed_the_period_they_appear() {
+    let topo = Topology::synthetic(1, 1, 4, 1);
+    let mut m = Machine {
+        topology: topo.clone(),
+        ..Machine::default()
+    };
+    m.isolation.isolated = Some(CpuSet::range(2, 3));
+    let mut first = Irq::new(IrqNum(40));
+    first.requested = Some(CpuSet::single(CpuId(0)));
+    first.effective = Some(CpuSet::single(CpuId(0)));
+    m.irqs.insert(first.irq, first);
+    let mut late = Irq::new(IrqNum(41));
+    late.requested = Some(CpuSet::range(0, 3));
+    late.effective = Some(CpuSet::single(CpuId(3)));
+    let mut p = Growing {
+        now: 0,
+        machine: m,
+        late,
+        writes: Vec::new(),
+    };
+    let mut pol = PlacementPolicy::new(PlacementConfig::default()).unwrap();
+    let reports =
+        crate::control::run_adaptive(&mut p, &mut [&mut pol], 1_000_000_000, 6_000_000_000)
+            .unwrap();
+    // The IRQ appeared at 2.5 s; the first period after that moved it off CPU 3.
+    let at = reports
+        .iter()
+        .position(|r| r.applied.written() > 0)
+        .expect("placed");
+    assert!(reports[at].refreshed_inventory);
+    assert!(reports[at].at.0 >= 2_500_000_000);
+    assert!(
+        at == 0 || reports[at - 1].at.0 < 2_500_000_000,
+        "not the first period after"
+    );
+    assert_eq!(p.writes.len(), 1);
+    assert_eq!(p.writes[0].0, IrqNum(41));
+    assert!(p.writes[0].1.is_subset(&CpuSet::range(0, 1)));
+}
