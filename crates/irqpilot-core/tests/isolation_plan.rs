@@ -163,3 +163,55 @@ fn refuses_impossible_requests() {
         Err(IsolationError::NoHousekeeping(_))
     ));
 }
+
+mod props {
+    use super::common::{Shape, generate};
+    use irqpilot_core::CpuSet;
+    use irqpilot_core::isolation::plan::plan_isolation;
+    use irqpilot_core::placement::{PlacementConfig, vectors_per_cpu};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 150, ..ProptestConfig::default() })]
+
+        /// Whatever leaves goes to a housekeeping CPU with room or is reported stuck; no
+        /// housekeeping CPU ends over capacity; channel cuts appear only when it does not fit.
+        #[test]
+        fn isolation_plans_are_sound(
+            cores in 2u32..=6, threads in 1u32..=2, devices in 0u32..=3, queues in 1u32..=12,
+            cap in 2u32..=30, first in 0u32..4, seed in any::<u64>(),
+        ) {
+            let shape = Shape {
+                nodes: 1, packages: 1, cores, threads, devices, queues,
+                platform_irqs: 3, managed_queues: 2, isolate: false, time: true,
+            };
+            let s = generate(&shape, seed);
+            let n = s.machine.topology.online.len() as u32;
+            let cpus = CpuSet::range(first.min(n - 1).max(1), n - 1);
+            let cfg = PlacementConfig { vector_capacity: cap, ..PlacementConfig::default() };
+            let p = plan_isolation(&s.machine, &cpus, &cfg, Some(&s.rates)).unwrap();
+            prop_assert!(!p.housekeeping.intersects(&cpus));
+            for l in &p.must_leave {
+                match &l.to {
+                    Some(to) => prop_assert!(to.is_subset(&p.housekeeping)),
+                    None => prop_assert!(p.decision.stuck.contains(&l.irq)),
+                }
+            }
+            prop_assert_eq!(p.vectors.fits, p.decision.stuck.is_empty());
+            // Cuts only when it does not fit; with nothing to cut it still does not fit.
+            prop_assert!(p.channels.is_empty() || !p.vectors.fits);
+            if !p.vectors.fits && p.channels.is_empty() {
+                prop_assert!(!p.fits_after_channels);
+            }
+            let after = super::common::apply(&s.machine, &p.decision.plan, true);
+            let before = vectors_per_cpu(&s.machine);
+            for (cpu, v) in vectors_per_cpu(&after) {
+                if p.housekeeping.contains(cpu) {
+                    prop_assert!(v <= before[&cpu].max(cap));
+                }
+            }
+            let want = format!("irqaffinity={}", p.housekeeping);
+            prop_assert!(p.cmdline.contains(&want), "{}", p.cmdline);
+        }
+    }
+}
