@@ -1,0 +1,192 @@
+//! Running the benchmark: every configured mechanism in every placement the topology has, back-
+//! to-back and with each idle gap, one measurement at a time.
+
+use crate::clock::measure_overhead;
+use crate::config::BenchConfig;
+use crate::cpu::allowed_cpus;
+use crate::environment::Environment;
+use crate::error::RunError;
+use crate::harness::{self, Measured, RunSpec};
+use crate::histogram::summarize;
+use crate::hybrid::HybridConfig;
+use crate::mechanism::signal::SignalWait;
+use crate::mechanism::uintr::{self, UintrSupport};
+use crate::mechanism::{Endpoint, Mechanism, Mode, Unavailable, fd, futex, msg_ring, signal, spin};
+use crate::notifier::Strategy;
+use crate::placement::{Placement, absent_kinds, select_placements};
+use crate::report::{BenchReport, ResultRow, SideCpu, compute_targets};
+use irqpilot_core::Topology;
+use std::time::{Duration, Instant};
+
+enum Failure {
+    Unavailable(Unavailable),
+    Run(RunError),
+}
+
+impl From<Unavailable> for Failure {
+    fn from(u: Unavailable) -> Self {
+        Failure::Unavailable(u)
+    }
+}
+
+fn go<A, B>(pair: (A, B), spec: &RunSpec, mode: Mode) -> Result<Measured, Failure>
+where
+    A: Endpoint + 'static,
+    B: Endpoint + 'static,
+{
+    harness::run(pair.0, pair.1, spec, mode).map_err(Failure::Run)
+}
+
+fn go_signal(wait: SignalWait, spec: &RunSpec, mode: Mode) -> Result<Measured, Failure> {
+    let (a, b, session) = signal::pair(wait)?;
+    let r = go((a, b), spec, mode);
+    drop(session);
+    r
+}
+
+fn measure(
+    mechanism: Mechanism,
+    spec: &RunSpec,
+    mode: Mode,
+    hybrid: HybridConfig,
+    uintr: &UintrSupport,
+) -> Result<Measured, Failure> {
+    match mechanism {
+        Mechanism::SpinRaw => go(spin::raw_pair()?, spec, mode),
+        Mechanism::Spin => go(spin::doorbell_pair(Strategy::Spin, mode)?, spec, mode),
+        Mechanism::Hybrid => go(
+            spin::doorbell_pair(Strategy::Hybrid(hybrid), mode)?,
+            spec,
+            mode,
+        ),
+        Mechanism::Futex => go(futex::pair(mode)?, spec, mode),
+        Mechanism::Eventfd => go(fd::eventfd_pair(false)?, spec, mode),
+        Mechanism::EventfdPoll => go(fd::eventfd_pair(true)?, spec, mode),
+        Mechanism::Pipe => go(fd::pipe_pair()?, spec, mode),
+        Mechanism::Socketpair => go(fd::socketpair_pair()?, spec, mode),
+        Mechanism::Signal => go_signal(SignalWait::Sigwaitinfo, spec, mode),
+        Mechanism::SignalHandler => go_signal(SignalWait::HandlerSuspend, spec, mode),
+        Mechanism::SignalHandlerSpin => go_signal(SignalWait::HandlerSpin, spec, mode),
+        Mechanism::MsgRing => go(msg_ring::pair(false)?, spec, mode),
+        Mechanism::MsgRingPoll => go(msg_ring::pair(true)?, spec, mode),
+        Mechanism::Uintr => Err(Failure::Unavailable(Unavailable(uintr.reason()))),
+    }
+}
+
+/// Why `mechanism` cannot run at all on this machine (independent of placement), if it cannot.
+pub fn machine_unavailability(mechanism: Mechanism, uintr: &UintrSupport) -> Option<String> {
+    match mechanism {
+        Mechanism::Uintr => Some(uintr.reason()),
+        Mechanism::MsgRing | Mechanism::MsgRingPoll => msg_ring::availability().err().map(|u| u.0),
+        _ => None,
+    }
+}
+
+/// Measures one mechanism in one placement with one gap (zero = back-to-back), using the
+/// iteration counts, mode, timeout and hybrid tuning of `config`.
+pub fn measure_one(
+    mechanism: Mechanism,
+    placement: &Placement,
+    gap: Duration,
+    config: &BenchConfig,
+    uintr: &UintrSupport,
+) -> ResultRow {
+    let gap_ns = u64::try_from(gap.as_nanos()).unwrap_or(u64::MAX);
+    let row = ResultRow::new(mechanism, placement, gap_ns, config.mode);
+    if let Some(u) = mechanism.unavailable_in(placement.kind) {
+        return row.unavailable(u.0);
+    }
+    let spec = RunSpec {
+        pinger_cpu: placement.pinger,
+        ponger_cpu: placement.ponger,
+        warmup: config.warmup_for(gap),
+        iterations: config.iterations_for(gap),
+        gap_ns,
+        timeout: config.timeout,
+    };
+    match measure(mechanism, &spec, config.mode, config.hybrid, uintr) {
+        Ok(m) => with_numbers(row, &m),
+        Err(Failure::Unavailable(u)) => row.unavailable(u.0),
+        Err(Failure::Run(e)) => row.failed(e.to_string()),
+    }
+}
+
+fn with_numbers(mut row: ResultRow, m: &Measured) -> ResultRow {
+    let n = m.samples.len() as u64;
+    row.round_trips = n;
+    row.rtt_ns = summarize(&m.samples);
+    if n > 0 {
+        let per = |ns: u64| ns as f64 / n as f64;
+        row.cpu_ns_per_rtt = Some(per(m.pinger_cpu_ns + m.ponger_cpu_ns));
+        row.cpu_ns_per_rtt_by_side = Some(SideCpu {
+            pinger: per(m.pinger_cpu_ns),
+            ponger: per(m.ponger_cpu_ns),
+        });
+    }
+    row
+}
+
+/// Runs the whole benchmark. See [`run_with_progress`].
+pub fn run(config: &BenchConfig, topology: &Topology) -> BenchReport {
+    run_with_progress(config, topology, |_| {})
+}
+
+/// Runs the whole benchmark, calling `on_row` after each row (for progress output).
+///
+/// Placements come from [`select_placements`] over the CPUs this process may use. For each
+/// placement, back-to-back first and then each gap, every configured mechanism is measured in
+/// turn. Rows that say a mechanism is unavailable (machine-wide or in this placement) appear
+/// once per placement, in the back-to-back variant.
+pub fn run_with_progress(
+    config: &BenchConfig,
+    topology: &Topology,
+    mut on_row: impl FnMut(&ResultRow),
+) -> BenchReport {
+    let start = Instant::now();
+    let environment = Environment::detect();
+    let timer = measure_overhead(10_000);
+    let allowed = allowed_cpus();
+    let all = select_placements(topology, allowed.as_ref());
+    let placements_absent = absent_kinds(&all);
+    let placements: Vec<Placement> = all
+        .into_iter()
+        .filter(|p| config.placements.contains(&p.kind))
+        .collect();
+    let uintr = uintr::probe();
+    let mut variants = vec![Duration::ZERO];
+    for g in &config.gaps {
+        if !g.is_zero() && !variants.contains(g) {
+            variants.push(*g);
+        }
+    }
+    let mut results = Vec::new();
+    for p in &placements {
+        for &gap in &variants {
+            for &m in &config.mechanisms {
+                let unavailable = machine_unavailability(m, &uintr)
+                    .or_else(|| m.unavailable_in(p.kind).map(|u| u.0));
+                let row = match unavailable {
+                    Some(_) if !gap.is_zero() => continue,
+                    Some(reason) => {
+                        let gap_ns = 0;
+                        ResultRow::new(m, p, gap_ns, config.mode).unavailable(reason)
+                    }
+                    None => measure_one(m, p, gap, config, &uintr),
+                };
+                on_row(&row);
+                results.push(row);
+            }
+        }
+    }
+    BenchReport {
+        targets: compute_targets(&results),
+        results,
+        placements,
+        placements_absent,
+        environment,
+        timer,
+        config: config.clone(),
+        uintr,
+        elapsed_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+    }
+}

@@ -1,0 +1,273 @@
+//! The ping-pong loop shared by thread and process mode.
+//!
+//! The pinger sends token `n`, waits for the reply, checks it carries `n`, and records the round
+//! trip (`CLOCK_MONOTONIC` read before the send and after the receive). The ponger echoes. Both
+//! pin themselves first, run the mechanism's per-side preparation, meet at a barrier, run the
+//! warm-up (discarded), then the measured round trips, and read their own CPU time
+//! (`getrusage(RUSAGE_THREAD)`) around the measured part only. With an idle gap, the pinger
+//! sleeps to an absolute deadline `gap` after the previous reply before each ping; only send to
+//! reply is timed.
+
+pub(crate) mod process;
+pub(crate) mod threads;
+
+use crate::clock::{now_ns, sleep_until};
+use crate::cpu::{pin_current_thread, thread_cpu_ns, tighten_timer_slack};
+use crate::error::{Op, RunError, WireError};
+use crate::mechanism::Endpoint;
+use crate::shm::ProcessShareable;
+use irqpilot_core::CpuId;
+use rustix::io::Errno;
+use rustix::thread::futex;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// What one measurement runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RunSpec {
+    pub pinger_cpu: CpuId,
+    pub ponger_cpu: CpuId,
+    pub warmup: u64,
+    pub iterations: u64,
+    /// Idle time between a reply and the next ping, ns (0 = back-to-back).
+    pub gap_ns: u64,
+    /// Give up (and report) after this long.
+    pub timeout: Duration,
+}
+
+/// Raw results of one measurement.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Measured {
+    /// One RTT per measured round trip, ns.
+    pub samples: Vec<u64>,
+    /// Pinger CPU time during the measured round trips, ns.
+    pub pinger_cpu_ns: u64,
+    /// Ponger CPU time during the measured round trips, ns.
+    pub ponger_cpu_ns: u64,
+}
+
+/// Why a side stopped. `Copy` and allocation-free, so a forked child can report it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SideFail {
+    Pin { cpu: CpuId, errno: Errno },
+    Wire(WireError),
+}
+
+impl From<WireError> for SideFail {
+    fn from(e: WireError) -> Self {
+        SideFail::Wire(e)
+    }
+}
+
+impl SideFail {
+    pub(crate) fn into_run_error(self, side: &'static str) -> RunError {
+        match self {
+            SideFail::Pin { cpu, errno } => RunError::Pin { cpu, errno },
+            SideFail::Wire(source) => RunError::Wire { side, source },
+        }
+    }
+}
+
+/// How a side finished, as written into shared memory by a child process.
+#[repr(C)]
+#[derive(Default)]
+pub(crate) struct SideReport {
+    /// 0 = running, 1 = ok, 2 = failed.
+    state: AtomicU32,
+    cpu_ns: AtomicU64,
+    /// 1 pin, 2 os error, 3 short transfer, 4 sequence.
+    kind: AtomicU32,
+    op: AtomicU32,
+    errno: AtomicI32,
+    a: AtomicU64,
+    b: AtomicU64,
+}
+
+impl SideReport {
+    pub(crate) fn store(&self, result: Result<u64, SideFail>) {
+        match result {
+            Ok(cpu) => {
+                self.cpu_ns.store(cpu, Ordering::Relaxed);
+                self.state.store(1, Ordering::Release);
+            }
+            Err(fail) => {
+                let (kind, op, errno, a, b) = match fail {
+                    SideFail::Pin { cpu, errno } => {
+                        (1, 0, errno.raw_os_error(), u64::from(cpu.0), 0)
+                    }
+                    SideFail::Wire(WireError::Os { op, errno }) => {
+                        (2, op as u32, errno.raw_os_error(), 0, 0)
+                    }
+                    SideFail::Wire(WireError::Short { op, bytes }) => {
+                        (3, op as u32, 0, bytes as u64, 0)
+                    }
+                    SideFail::Wire(WireError::Sequence { expected, received }) => {
+                        (4, 0, 0, expected, received)
+                    }
+                };
+                self.kind.store(kind, Ordering::Relaxed);
+                self.op.store(op, Ordering::Relaxed);
+                self.errno.store(errno, Ordering::Relaxed);
+                self.a.store(a, Ordering::Relaxed);
+                self.b.store(b, Ordering::Relaxed);
+                self.state.store(2, Ordering::Release);
+            }
+        }
+    }
+
+    /// `None` while the side has not reported.
+    pub(crate) fn load(&self) -> Option<Result<u64, SideFail>> {
+        match self.state.load(Ordering::Acquire) {
+            1 => Some(Ok(self.cpu_ns.load(Ordering::Relaxed))),
+            2 => {
+                let errno = Errno::from_raw_os_error(self.errno.load(Ordering::Relaxed));
+                let op = Op::from_code(self.op.load(Ordering::Relaxed) as u8).unwrap_or(Op::Read);
+                let (a, b) = (
+                    self.a.load(Ordering::Relaxed),
+                    self.b.load(Ordering::Relaxed),
+                );
+                Some(Err(match self.kind.load(Ordering::Relaxed) {
+                    1 => SideFail::Pin {
+                        cpu: CpuId(a as u32),
+                        errno,
+                    },
+                    3 => SideFail::Wire(WireError::Short {
+                        op,
+                        bytes: a as usize,
+                    }),
+                    4 => SideFail::Wire(WireError::Sequence {
+                        expected: a,
+                        received: b,
+                    }),
+                    _ => SideFail::Wire(WireError::Os { op, errno }),
+                }))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The control block both sides share (in `MAP_SHARED` memory, so it also works across fork).
+#[repr(C)]
+#[derive(Default)]
+pub(crate) struct Control {
+    /// Arrivals at the start barrier (a shared futex word).
+    arrived: AtomicU32,
+    pub(crate) pinger: SideReport,
+    pub(crate) ponger: SideReport,
+}
+
+// SAFETY: atomics only.
+unsafe impl ProcessShareable for Control {}
+
+impl Control {
+    /// Two-party barrier on a shared futex (works for threads and processes, and on one CPU).
+    fn barrier(&self) {
+        let n = self.arrived.fetch_add(1, Ordering::AcqRel) + 1;
+        if n >= 2 {
+            let _ = futex::wake(&self.arrived, futex::Flags::empty(), i32::MAX as u32);
+            return;
+        }
+        loop {
+            let v = self.arrived.load(Ordering::Acquire);
+            if v >= 2 {
+                return;
+            }
+            let _ = futex::wait(&self.arrived, futex::Flags::empty(), v, None);
+        }
+    }
+}
+
+/// The pinger side: fills `samples` (one per measured round trip) and returns its CPU time.
+pub(crate) fn pinger<E: Endpoint>(
+    ep: &mut E,
+    ctl: &Control,
+    spec: &RunSpec,
+    samples: &mut [u64],
+) -> Result<u64, SideFail> {
+    pin_current_thread(spec.pinger_cpu).map_err(|errno| SideFail::Pin {
+        cpu: spec.pinger_cpu,
+        errno,
+    })?;
+    if spec.gap_ns > 0 {
+        tighten_timer_slack()?;
+    }
+    ep.prepare()?;
+    // Touch every sample slot before timing (in process mode the child maps them lazily).
+    samples.fill(0);
+    ctl.barrier();
+    let mut token = 0u64;
+    let mut next = now_ns();
+    let mut round_trip = |token: u64, next: &mut u64| -> Result<u64, SideFail> {
+        if spec.gap_ns > 0 {
+            sleep_until(*next)?;
+        }
+        let t0 = now_ns();
+        ep.send(token)?;
+        let reply = ep.recv()?;
+        let t1 = now_ns();
+        if reply != token {
+            return Err(WireError::Sequence {
+                expected: token,
+                received: reply,
+            }
+            .into());
+        }
+        *next = t1.saturating_add(spec.gap_ns);
+        Ok(t1.saturating_sub(t0))
+    };
+    for _ in 0..spec.warmup {
+        token += 1;
+        round_trip(token, &mut next)?;
+    }
+    let cpu0 = thread_cpu_ns()?;
+    for slot in samples.iter_mut() {
+        token += 1;
+        *slot = round_trip(token, &mut next)?;
+    }
+    let cpu1 = thread_cpu_ns()?;
+    Ok(cpu1.saturating_sub(cpu0))
+}
+
+/// The ponger side: echoes `warmup + iterations` tokens and returns its CPU time over the
+/// measured ones.
+pub(crate) fn ponger<E: Endpoint>(
+    ep: &mut E,
+    ctl: &Control,
+    spec: &RunSpec,
+) -> Result<u64, SideFail> {
+    pin_current_thread(spec.ponger_cpu).map_err(|errno| SideFail::Pin {
+        cpu: spec.ponger_cpu,
+        errno,
+    })?;
+    ep.prepare()?;
+    ctl.barrier();
+    for _ in 0..spec.warmup {
+        let t = ep.recv()?;
+        ep.send(t)?;
+    }
+    let cpu0 = thread_cpu_ns()?;
+    for _ in 0..spec.iterations {
+        let t = ep.recv()?;
+        ep.send(t)?;
+    }
+    let cpu1 = thread_cpu_ns()?;
+    Ok(cpu1.saturating_sub(cpu0))
+}
+
+/// Runs one measurement in the given mode.
+pub(crate) fn run<A, B>(
+    a: A,
+    b: B,
+    spec: &RunSpec,
+    mode: crate::mechanism::Mode,
+) -> Result<Measured, RunError>
+where
+    A: Endpoint + 'static,
+    B: Endpoint + 'static,
+{
+    match mode {
+        crate::mechanism::Mode::Threads => threads::run(a, b, spec),
+        crate::mechanism::Mode::Processes => process::run(a, b, spec),
+    }
+}
