@@ -1,36 +1,58 @@
-//! The hybrid strategy's rule: how long to spin before blocking, adapted to the wake-up gaps
-//! this waiter observed. The same trade-off as interrupt moderation: poll while events come
-//! fast, sleep (and pay a wake-up) when they are rare.
+//! The hybrid strategy's rule: how long to spin before blocking, adapted to what this waiter
+//! observed. The same trade-off as interrupt moderation: poll while events come fast, sleep (and
+//! pay a wake-up) when they are rare.
 //!
-//! # The rule
+//! # What the waiter observes
 //!
-//! For every wake-up the waiter records the *gap*: the time from entering `wait()` to the
-//! notification. While spinning it is the number of spin iterations times the calibrated cost of
-//! one iteration (no clock read on the fast path); after blocking it is the spin time plus the
-//! time from going to sleep to the notifier's timestamp (the notifier reads the clock only when it
-//! has to make the wake-up system call anyway), falling back to the wake-up time.
+//! * The *gap* of every wake-up: the time from entering `wait()` to the notification. While
+//!   spinning it is the number of spin iterations times the calibrated cost of one iteration (no
+//!   clock read on the fast path); after blocking it is the spin time plus the time from going to
+//!   sleep to the notifier's timestamp (the notifier reads the clock only when it has to make the
+//!   wake-up system call anyway).
+//! * Its own *wake-up latency* after blocking: from the notifier's timestamp to running again.
+//! * For request/response use ([`Duplex`](crate::Duplex)): whether the peer was **asleep** when
+//!   this side last notified it ([`Notifier::notify`](crate::Notifier::notify) returns that).
+//!
+//! # One-way rule (plain [`Waiter`](crate::Waiter))
 //!
 //! * A gap is a *would-hit* when `gap <= max_spin_ns`: spinning for the longest allowed window
 //!   would have caught it without a system call.
 //! * `hit_rate` is an exponentially weighted moving average of would-hits, weight 1/8
-//!   (`HIT_EWMA_SHIFT`), kept in 1/1024 units.
-//! * `fast_gap_ns` is an EWMA (weight 1/8) of the would-hit gaps only.
-//! * The spin budget of the next wait is
-//!   `clamp(WINDOW_FACTOR * fast_gap_ns, min_spin_ns, max_spin_ns)` while
-//!   `hit_rate >= 1/2` (`SPIN_THRESHOLD`), else **0**: block at once.
+//!   (`HIT_EWMA_SHIFT`), kept in 1/1024 units; `fast_gap_ns` is an EWMA (weight 1/8) of the
+//!   would-hit gaps only.
+//! * The spin budget of the next wait is `clamp(WINDOW_FACTOR * fast_gap_ns, min_spin_ns,
+//!   max_spin_ns)` while `hit_rate >= 1/2` (`SPIN_THRESHOLD`), else **0**: block at once.
 //! * While the budget is 0, every `probe_every`-th wait spins `max_spin_ns` anyway, so the waiter
-//!   notices when wake-ups become fast again even though its blocked waits only see long gaps.
+//!   notices when wake-ups become fast again.
 //!
 //! The waiter starts optimistic (`hit_rate` = 1): six consecutive misses (`(7/8)^6 < 1/2`) switch
-//! it to blocking, and at least six would-hits switch it back. With `max_spin_ns` no larger than
-//! the CPU cost of a block/wake-up pair, spinning can at most double the CPU cost of waiting
-//! compared with always blocking (the classic competitive bound for spin-then-block), and in
-//! steady idle it costs `max_spin_ns / probe_every` per wait.
+//! it to blocking, and six would-hits switch it back.
 //!
-//! Known limit: in a closed loop where *both* ends block, each end sees the other's wake-up
-//! latency as its gap; if that latency exceeds `max_spin_ns` both stay blocked (a consistent but
-//! slow equilibrium). Raise `max_spin_ns` above the machine's wake-up latency when latency
-//! matters more than CPU.
+//! # Request/response rule ([`Duplex`](crate::Duplex))
+//!
+//! In a closed loop the gap one end sees is the other end's reaction time, *including the other
+//! end's wake-up if it was asleep*; judged by gaps alone, two blocking ends each see the other's
+//! wake-up latency and both keep blocking. So a duplex wait after a notify decides from the
+//! peer's state, like an adaptive mutex that spins only while the lock owner is running:
+//!
+//! * peer was **awake**: spin `clamp(WINDOW_FACTOR * fast_gap_ns, min_spin_ns, max_spin_ns)`,
+//!   then block, as long as such spins usually succeed: `awake_hit_rate`, an EWMA (weight 1/8) of
+//!   whether an after-notify spin caught the answer, must stay `>= 1/2`. Awake is not running:
+//!   a peer on the same CPU, or preempted, cannot answer while we spin, the spins miss, and after
+//!   six misses the end blocks at once (with a spin probe every `probe_every`-th wait to notice
+//!   when spinning pays again);
+//! * peer was **asleep**: its answer needs its wake-up first, so block at once; but every
+//!   `probe_every`-th such wait spins `clamp(2 * wake_latency, max_spin_ns, MAX_PROBE_NS)`, long
+//!   enough to catch an answer that follows the peer's wake-up. If it does, this end is awake when
+//!   the peer notifies it back, the peer spins, and both ends are spinning again.
+//!
+//! # Cost bound
+//!
+//! Spinning never exceeds `max_spin_ns` per wait except for probes, which cost at most
+//! `MAX_PROBE_NS / probe_every` per wait on average. With `max_spin_ns` about the CPU cost of one
+//! futex sleep/wake-up pair, spinning at most doubles the CPU cost of waiting compared with always
+//! blocking (the classic competitive bound for spin-then-block), and while idle it adds only the
+//! probes.
 
 use serde::Serialize;
 use std::sync::OnceLock;
@@ -44,6 +66,8 @@ pub const RATE_ONE: u32 = 1024;
 pub const SPIN_THRESHOLD: u32 = RATE_ONE / 2;
 /// The spin window is this many times the typical fast gap.
 pub const WINDOW_FACTOR: u32 = 4;
+/// Longest probe after notifying a sleeping peer, ns.
+pub const MAX_PROBE_NS: u32 = 200_000;
 
 /// Tuning of [`Strategy::Hybrid`](crate::Strategy::Hybrid).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -55,7 +79,7 @@ pub struct HybridConfig {
     /// Shortest spin window while spinning, ns. Default 1000, so a wake-up that is a little late
     /// (a cache miss, an interrupt on the peer) still lands in the spin.
     pub min_spin_ns: u32,
-    /// While blocking at once, spin `max_spin_ns` on every `probe_every`-th wait. Default 64.
+    /// While blocking at once, probe by spinning on every `probe_every`-th wait. Default 128.
     pub probe_every: u32,
 }
 
@@ -64,7 +88,7 @@ impl Default for HybridConfig {
         HybridConfig {
             max_spin_ns: 4_000,
             min_spin_ns: 1_000,
-            probe_every: 64,
+            probe_every: 128,
         }
     }
 }
@@ -74,10 +98,14 @@ impl Default for HybridConfig {
 pub struct HybridState {
     /// Fraction of recent wake-ups that a `max_spin_ns` spin would have caught, in 1/1024.
     pub hit_rate: u32,
+    /// Fraction of recent spins after notifying an awake peer that caught the answer, in 1/1024.
+    pub awake_hit_rate: u32,
     /// Typical gap of those wake-ups, ns.
     pub fast_gap_ns: u32,
-    /// The spin budget the next wait would use (0 = block at once, probes aside).
+    /// The spin budget the next one-way wait would use (0 = block at once, probes aside).
     pub budget_ns: u32,
+    /// Own wake-up latency after blocking (EWMA), ns.
+    pub wake_latency_ns: u32,
 }
 
 /// The adaptive spin budget (pure arithmetic; the waiter feeds it gaps).
@@ -85,7 +113,9 @@ pub struct HybridState {
 pub struct SpinPolicy {
     cfg: HybridConfig,
     hit_rate: u32,
+    awake_hit_rate: u32,
     fast_gap_ns: u32,
+    wake_latency_ns: u32,
     since_probe: u32,
 }
 
@@ -100,35 +130,74 @@ impl SpinPolicy {
         SpinPolicy {
             cfg,
             hit_rate: RATE_ONE,
+            awake_hit_rate: RATE_ONE,
             fast_gap_ns: 0,
+            wake_latency_ns: 0,
             since_probe: 0,
         }
     }
 
+    fn window(&self) -> u32 {
+        self.fast_gap_ns
+            .saturating_mul(WINDOW_FACTOR)
+            .clamp(self.cfg.min_spin_ns, self.cfg.max_spin_ns)
+    }
+
     fn steady_budget(&self) -> u32 {
         if self.hit_rate >= SPIN_THRESHOLD {
-            self.fast_gap_ns
-                .saturating_mul(WINDOW_FACTOR)
-                .clamp(self.cfg.min_spin_ns, self.cfg.max_spin_ns)
+            self.window()
         } else {
             0
         }
     }
 
-    /// The spin budget for the wait about to start, ns (0 = block at once). Counts probes.
+    /// Counts a wait that would block at once; every `probe_every`-th one returns `probe`.
+    fn block_or_probe(&mut self, probe: u32) -> u32 {
+        self.since_probe += 1;
+        if self.since_probe >= self.cfg.probe_every {
+            self.since_probe = 0;
+            probe
+        } else {
+            0
+        }
+    }
+
+    /// The spin budget for the one-way wait about to start, ns (0 = block at once).
     pub fn next_budget_ns(&mut self) -> u32 {
         let budget = self.steady_budget();
         if budget > 0 {
             self.since_probe = 0;
             return budget;
         }
-        self.since_probe += 1;
-        if self.since_probe >= self.cfg.probe_every {
-            self.since_probe = 0;
-            self.cfg.max_spin_ns
-        } else {
-            0
+        self.block_or_probe(self.cfg.max_spin_ns)
+    }
+
+    /// The spin budget for a wait that follows a notify to the peer, given whether that notify
+    /// found the peer asleep (the request/response rule).
+    pub fn next_budget_after_notify_ns(&mut self, peer_was_asleep: bool) -> u32 {
+        if !peer_was_asleep {
+            if self.awake_hit_rate >= SPIN_THRESHOLD {
+                self.since_probe = 0;
+                return self.window();
+            }
+            return self.block_or_probe(self.window());
         }
+        let probe = self
+            .wake_latency_ns
+            .saturating_mul(2)
+            .clamp(self.cfg.max_spin_ns, MAX_PROBE_NS.max(self.cfg.max_spin_ns));
+        self.block_or_probe(probe)
+    }
+
+    /// Feeds whether a spin after notifying an awake peer caught the answer.
+    pub fn observe_awake_spin(&mut self, caught: bool) {
+        self.awake_hit_rate = ewma(self.awake_hit_rate, if caught { RATE_ONE } else { 0 });
+    }
+
+    /// Feeds the waiter's own wake-up latency after a block, ns.
+    pub fn observe_wake_latency(&mut self, ns: u64) {
+        let ns = u32::try_from(ns).unwrap_or(u32::MAX);
+        self.wake_latency_ns = ewma(self.wake_latency_ns, ns);
     }
 
     /// Feeds the gap of one wake-up, ns.
@@ -146,8 +215,10 @@ impl SpinPolicy {
     pub fn state(&self) -> HybridState {
         HybridState {
             hit_rate: self.hit_rate,
+            awake_hit_rate: self.awake_hit_rate,
             fast_gap_ns: self.fast_gap_ns,
             budget_ns: self.steady_budget(),
+            wake_latency_ns: self.wake_latency_ns,
         }
     }
 
@@ -238,8 +309,8 @@ mod tests {
             })
             .collect();
         let probes = budgets.iter().filter(|&&b| b == 4000).count();
-        assert_eq!(probes, 2, "one probe per 64 waits");
-        assert_eq!(budgets.iter().filter(|&&b| b == 0).count(), 126);
+        assert_eq!(probes, 1, "one probe per 128 waits");
+        assert_eq!(budgets.iter().filter(|&&b| b == 0).count(), 127);
     }
 
     #[test]
@@ -256,6 +327,55 @@ mod tests {
             assert!(n < 100);
         }
         assert!(n >= 6, "needs a sustained change, took {n}");
+    }
+
+    #[test]
+    fn request_response_follows_the_peer_state() {
+        let mut p = SpinPolicy::new(HybridConfig::default());
+        // Gap statistics that say "block" do not matter while the peer is awake.
+        for _ in 0..50 {
+            p.observe(1_000_000);
+        }
+        assert_eq!(p.state().budget_ns, 0);
+        assert_eq!(p.next_budget_after_notify_ns(false), 1000);
+        for _ in 0..50 {
+            p.observe(500);
+        }
+        assert_eq!(
+            p.next_budget_after_notify_ns(false),
+            4 * p.state().fast_gap_ns
+        );
+        // An awake peer that never answers during the spin (same CPU, preempted): stop spinning
+        // after six misses, probe now and then.
+        let mut n = 0;
+        while p.state().awake_hit_rate >= SPIN_THRESHOLD {
+            assert!(p.next_budget_after_notify_ns(false) > 0);
+            p.observe_awake_spin(false);
+            n += 1;
+        }
+        assert_eq!(n, 6);
+        let spins = (0..256)
+            .filter(|_| p.next_budget_after_notify_ns(false) > 0)
+            .count();
+        assert_eq!(spins, 2);
+        // A sleeping peer: block, with a probe sized from the wake-up latency now and then.
+        for _ in 0..20 {
+            p.observe_wake_latency(30_000);
+        }
+        let budgets: Vec<u32> = (0..256)
+            .map(|_| p.next_budget_after_notify_ns(true))
+            .collect();
+        let probes: Vec<u32> = budgets.iter().copied().filter(|&b| b > 0).collect();
+        assert_eq!(probes.len(), 2);
+        let lat = p.state().wake_latency_ns;
+        assert!((25_000..=30_000).contains(&lat), "{lat}");
+        assert_eq!(probes[0], 2 * lat);
+        // Probes never exceed MAX_PROBE_NS nor fall below max_spin_ns.
+        for _ in 0..100 {
+            p.observe_wake_latency(10_000_000);
+        }
+        let big = (0..128).map(|_| p.next_budget_after_notify_ns(true)).max();
+        assert_eq!(big, Some(MAX_PROBE_NS));
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! * **Library**: [`channel`] / [`process_channel`] give a [`Notifier`] / [`Waiter`] pair over
 //!   one futex word with [`Strategy::Spin`], [`Strategy::Block`] or the adaptive
 //!   [`Strategy::Hybrid`] (spin while wake-ups come fast, block when they are rare; the rule is
-//!   in [`hybrid`]). A notify costs no system call unless the waiter may be asleep.
+//!   in [`hybrid`]); [`duplex`] joins two for request/response. A notify costs no system call
+//!   unless the waiter may be asleep.
 //! * **Benchmark**: ping-pong round trips between two pinned threads (or processes), one object
 //!   per direction, for a raw cache-line ping-pong, the library's spin and hybrid, futex,
 //!   eventfd (blocking and busy-polled), pipe, socketpair, three signal variants, io_uring
@@ -50,6 +51,8 @@ pub use histogram::RttSummary;
 pub use hybrid::{HybridConfig, HybridState};
 pub use mechanism::uintr::UintrSupport;
 pub use mechanism::{Mechanism, Mode, UnknownMechanism, WaitStyle};
-pub use notifier::{Notifier, NotifyCell, SharedCell, Strategy, Waiter, channel, process_channel};
+pub use notifier::{
+    Duplex, Notifier, NotifyCell, SharedCell, Strategy, Waiter, channel, duplex, process_channel,
+};
 pub use placement::{Placement, PlacementKind, UnknownPlacement, select_placements};
 pub use report::{BenchReport, ResultRow, SideCpu, TargetCheck};

@@ -151,14 +151,16 @@ impl<H: Deref<Target = NotifyCell>> Notifier<H> {
     }
 
     /// Posts one notification. Makes a `futex_wake` system call only when the waiter announced
-    /// that it may be asleep.
+    /// that it may be asleep, and returns whether it did (the waiter was asleep or about to be).
     #[inline]
-    pub fn notify(&self) {
+    pub fn notify(&self) -> bool {
         let cell = &*self.cell;
         let prev = cell.word.fetch_add(SEQ_STEP, Ordering::SeqCst);
         if prev & SLEEPING != 0 {
             self.wake_slow(cell);
+            return true;
         }
+        false
     }
 
     #[cold]
@@ -235,7 +237,7 @@ impl<H: Deref<Target = NotifyCell>> Waiter<H> {
     pub fn wait(&mut self) -> u32 {
         // Without a deadline the wait cannot time out; the loop only guards the type.
         loop {
-            if let Some(n) = self.wait_until(None) {
+            if let Some(n) = self.wait_until(None, None) {
                 return n;
             }
         }
@@ -243,9 +245,7 @@ impl<H: Deref<Target = NotifyCell>> Waiter<H> {
 
     /// Like [`wait`](Self::wait) but gives up after `timeout`, returning `None`.
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<u32> {
-        let deadline =
-            now_ns().saturating_add(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
-        self.wait_until(Some(deadline))
+        self.wait_until(Some(deadline_after(timeout)), None)
     }
 
     #[inline]
@@ -259,8 +259,10 @@ impl<H: Deref<Target = NotifyCell>> Waiter<H> {
         Some(n)
     }
 
+    /// Waits until a notification or `deadline`. `peer_was_asleep` is the request/response hint
+    /// (`Some` right after notifying the peer).
     #[inline]
-    fn wait_until(&mut self, deadline: Option<u64>) -> Option<u32> {
+    fn wait_until(&mut self, deadline: Option<u64>, peer_was_asleep: Option<bool>) -> Option<u32> {
         let w = self.cell.word.load(Ordering::Acquire);
         if let Some(n) = self.take(w) {
             if let Some(p) = self.policy.as_mut() {
@@ -271,7 +273,7 @@ impl<H: Deref<Target = NotifyCell>> Waiter<H> {
         match self.strategy {
             Strategy::Spin => self.spin(deadline),
             Strategy::Block => self.block(deadline, None),
-            Strategy::Hybrid(_) => self.hybrid(deadline),
+            Strategy::Hybrid(_) => self.hybrid(deadline, peer_was_asleep),
         }
     }
 
@@ -296,8 +298,12 @@ impl<H: Deref<Target = NotifyCell>> Waiter<H> {
     }
 
     #[inline]
-    fn hybrid(&mut self, deadline: Option<u64>) -> Option<u32> {
-        let budget_ns = self.policy.as_mut().map_or(0, SpinPolicy::next_budget_ns);
+    fn hybrid(&mut self, deadline: Option<u64>, peer_was_asleep: Option<bool>) -> Option<u32> {
+        let budget_ns = match (self.policy.as_mut(), peer_was_asleep) {
+            (None, _) => 0,
+            (Some(p), None) => p.next_budget_ns(),
+            (Some(p), Some(asleep)) => p.next_budget_after_notify_ns(asleep),
+        };
         let iters = u64::from(budget_ns) * 1000 / self.iter_ps.max(1);
         let mut i = 0u64;
         while i < iters {
@@ -307,10 +313,16 @@ impl<H: Deref<Target = NotifyCell>> Waiter<H> {
                 let gap = i * self.iter_ps / 1000;
                 if let Some(p) = self.policy.as_mut() {
                     p.observe(gap);
+                    if peer_was_asleep == Some(false) {
+                        p.observe_awake_spin(true);
+                    }
                 }
                 return Some(n);
             }
             i += 1;
+        }
+        if let (Some(p), Some(false), true) = (self.policy.as_mut(), peer_was_asleep, iters > 0) {
+            p.observe_awake_spin(false);
         }
         self.block(deadline, Some(u64::from(budget_ns)))
     }
@@ -359,6 +371,7 @@ impl<H: Deref<Target = NotifyCell>> Waiter<H> {
             let t_wake = now_ns();
             let hinted = cell.wake_ns.load(Ordering::Relaxed);
             let blocked = if (t_block..=t_wake).contains(&hinted) {
+                policy.observe_wake_latency(t_wake - hinted);
                 hinted - t_block
             } else {
                 t_wake.saturating_sub(t_block)
@@ -383,6 +396,95 @@ impl<H: Deref<Target = NotifyCell>> fmt::Debug for Waiter<H> {
             .field("hybrid", &self.hybrid_state())
             .finish()
     }
+}
+
+fn deadline_after(timeout: Duration) -> u64 {
+    now_ns().saturating_add(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// One end of a request/response pair: a [`Notifier`] to the other end and a [`Waiter`] on its
+/// own cell. With [`Strategy::Hybrid`], a wait that follows a notify spins only if that notify
+/// found the peer awake (see [`crate::hybrid`]), so two ends that answer each other quickly keep
+/// spinning, and ends that find each other asleep block without burning CPU.
+///
+/// ```
+/// use irqpilot_notify::{duplex, Strategy};
+///
+/// let (mut client, mut server) = duplex(Strategy::hybrid());
+/// let t = std::thread::spawn(move || {
+///     for _ in 0..1000 {
+///         server.wait();
+///         server.notify(); // reply
+///     }
+/// });
+/// for _ in 0..1000 {
+///     client.notify(); // request
+///     assert_eq!(client.wait(), 1); // exactly one reply per request
+/// }
+/// t.join().unwrap();
+/// ```
+pub struct Duplex<H: Deref<Target = NotifyCell> = Arc<NotifyCell>> {
+    tx: Notifier<H>,
+    rx: Waiter<H>,
+    peer_was_asleep: Option<bool>,
+}
+
+impl<H: Deref<Target = NotifyCell>> Duplex<H> {
+    /// Joins a notifier to the peer's cell and a waiter on this end's cell.
+    pub fn new(tx: Notifier<H>, rx: Waiter<H>) -> Duplex<H> {
+        Duplex {
+            tx,
+            rx,
+            peer_was_asleep: None,
+        }
+    }
+
+    /// Notifies the peer; returns whether it had to be woken.
+    #[inline]
+    pub fn notify(&mut self) -> bool {
+        let asleep = self.tx.notify();
+        self.peer_was_asleep = Some(asleep);
+        asleep
+    }
+
+    /// Waits for the peer's notification (count since the last wait).
+    #[inline]
+    pub fn wait(&mut self) -> u32 {
+        let hint = self.peer_was_asleep.take();
+        loop {
+            if let Some(n) = self.rx.wait_until(None, hint) {
+                return n;
+            }
+        }
+    }
+
+    /// Like [`wait`](Self::wait) but gives up after `timeout`.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<u32> {
+        let hint = self.peer_was_asleep.take();
+        self.rx.wait_until(Some(deadline_after(timeout)), hint)
+    }
+
+    /// This end's waiter (for its hybrid state).
+    pub fn waiter(&self) -> &Waiter<H> {
+        &self.rx
+    }
+}
+
+impl<H: Deref<Target = NotifyCell>> fmt::Debug for Duplex<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Duplex")
+            .field("tx", &self.tx)
+            .field("rx", &self.rx)
+            .field("peer_was_asleep", &self.peer_was_asleep)
+            .finish()
+    }
+}
+
+/// Two connected [`Duplex`] ends for threads of one process.
+pub fn duplex(strategy: Strategy) -> (Duplex, Duplex) {
+    let (a_tx, b_rx) = channel(strategy);
+    let (b_tx, a_rx) = channel(strategy);
+    (Duplex::new(a_tx, a_rx), Duplex::new(b_tx, b_rx))
 }
 
 /// A notifier/waiter pair for threads of one process.
@@ -468,6 +570,46 @@ mod tests {
         ping_pong(Strategy::Spin, 2000);
         ping_pong(Strategy::Block, 2000);
         ping_pong(Strategy::hybrid(), 2000);
+    }
+
+    #[test]
+    fn duplex_ping_pong_and_return_to_spinning() {
+        let (mut a, mut b) = duplex(Strategy::hybrid());
+        let t = std::thread::spawn(move || {
+            for _ in 0..3000 {
+                assert_eq!(b.wait_timeout(Duration::from_secs(20)), Some(1));
+                b.notify();
+            }
+            b
+        });
+        for i in 0..3000 {
+            if i % 500 == 0 {
+                // Idle now and then, so both ends fall asleep and must find their way back.
+                std::thread::sleep(Duration::from_millis(3));
+            }
+            a.notify();
+            assert_eq!(a.wait_timeout(Duration::from_secs(20)), Some(1));
+        }
+        let b = t.join().unwrap();
+        assert!(a.waiter().hybrid_state().is_some());
+        assert!(b.waiter().hybrid_state().is_some());
+    }
+
+    #[test]
+    fn notify_reports_a_sleeping_waiter() {
+        let (tx, mut rx) = channel(Strategy::Block);
+        assert!(!tx.notify(), "nobody asleep yet");
+        assert_eq!(rx.wait(), 1);
+        let t = std::thread::spawn(move || {
+            rx.wait_timeout(Duration::from_secs(20));
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while tx.cell.word.load(Ordering::Acquire) & SLEEPING == 0 {
+            assert!(Instant::now() < deadline);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(tx.notify());
+        t.join().unwrap();
     }
 
     #[test]

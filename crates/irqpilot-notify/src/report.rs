@@ -422,6 +422,144 @@ impl BenchReport {
     }
 }
 
+impl BenchReport {
+    /// The same content as [`render_table`](Self::render_table) as Markdown tables (for
+    /// `docs/benchmarks.md`).
+    pub fn render_markdown(&self) -> String {
+        let mut s = String::new();
+        for p in &self.placements {
+            for gap in self.gaps() {
+                let rows: Vec<&ResultRow> = self
+                    .results
+                    .iter()
+                    .filter(|r| r.placement == p.kind && r.gap_ns == gap)
+                    .collect();
+                if rows.is_empty() {
+                    continue;
+                }
+                let best = rows.iter().filter_map(|r| r.p50()).min();
+                let n = rows.iter().map(|r| r.round_trips).max().unwrap_or(0);
+                let _ = writeln!(
+                    s,
+                    "\n**{}** (CPUs {},{}: {}), {}, {} round trips\n",
+                    p.kind,
+                    p.pinger,
+                    p.ponger,
+                    p.detail,
+                    gap_label(gap),
+                    n
+                );
+                let _ = writeln!(
+                    s,
+                    "| mechanism | style | p50 ns | p99 ns | p99.9 ns | max ns | CPU ns/RTT (pinger + ponger) | p50 / best |"
+                );
+                let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|");
+                for r in &rows {
+                    match (&r.rtt_ns, &r.error, &r.reason) {
+                        (Some(t), _, _) => {
+                            let sides = r.cpu_ns_per_rtt_by_side.map_or_else(String::new, |c| {
+                                format!(" ({:.0} + {:.0})", c.pinger, c.ponger)
+                            });
+                            let rel = best.map_or_else(
+                                || "-".to_string(),
+                                |b| format!("{:.2}", t.p50 as f64 / b.max(1) as f64),
+                            );
+                            let _ = writeln!(
+                                s,
+                                "| {} | {} | {} | {} | {} | {} | {}{} | {} |",
+                                r.mechanism.name(),
+                                r.wait_style.name(),
+                                t.p50,
+                                t.p99,
+                                t.p999,
+                                t.max,
+                                fmt_opt_f(r.cpu_ns_per_rtt),
+                                sides,
+                                rel
+                            );
+                        }
+                        (None, Some(err), _) => {
+                            let _ = writeln!(
+                                s,
+                                "| {} | {} | failed: {err} | | | | | |",
+                                r.mechanism.name(),
+                                r.wait_style.name()
+                            );
+                        }
+                        (None, None, Some(reason)) => {
+                            let _ = writeln!(
+                                s,
+                                "| {} | {} | unavailable: {reason} | | | | | |",
+                                r.mechanism.name(),
+                                r.wait_style.name()
+                            );
+                        }
+                        (None, None, None) => {}
+                    }
+                }
+            }
+        }
+        if !self.placements.is_empty() {
+            let _ = writeln!(
+                s,
+                "\n**p50 RTT normalised to the fastest mechanism per placement** (back-to-back)\n"
+            );
+            let _ = write!(s, "| mechanism | style |");
+            for p in &self.placements {
+                let _ = write!(s, " {} |", p.kind.name());
+            }
+            let _ = writeln!(s);
+            let _ = write!(s, "|---|---|");
+            for _ in &self.placements {
+                let _ = write!(s, "--:|");
+            }
+            let _ = writeln!(s);
+            let mut mechs: Vec<Mechanism> = Vec::new();
+            for r in &self.results {
+                if !mechs.contains(&r.mechanism) {
+                    mechs.push(r.mechanism);
+                }
+            }
+            for m in mechs {
+                let _ = write!(s, "| {} | {} |", m.name(), m.wait_style().name());
+                for p in &self.placements {
+                    let best = self
+                        .results
+                        .iter()
+                        .filter(|r| r.placement == p.kind && r.gap_ns == 0)
+                        .filter_map(ResultRow::p50)
+                        .min();
+                    let cell = match (
+                        row(&self.results, m, p.kind, 0).and_then(ResultRow::p50),
+                        best,
+                    ) {
+                        (Some(v), Some(b)) => format!("{:.1}", v as f64 / b.max(1) as f64),
+                        _ => "-".to_string(),
+                    };
+                    let _ = write!(s, " {cell} |");
+                }
+                let _ = writeln!(s);
+            }
+        }
+        if !self.targets.is_empty() {
+            let _ = writeln!(s, "\n| target | placement | ratio | limit | verdict |");
+            let _ = writeln!(s, "|---|---|--:|--:|---|");
+            for t in &self.targets {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {:.2} | {:.1} | {} |",
+                    t.target,
+                    t.placement,
+                    t.ratio,
+                    t.limit,
+                    if t.met { "met" } else { "missed" }
+                );
+            }
+        }
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -573,6 +711,21 @@ mod tests {
             t.contains("placements this machine does not have: smt-sibling"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn markdown_has_the_same_rows() {
+        let md = sample_report().render_markdown();
+        assert!(
+            md.contains("| spin-raw | spin | 100 | 200 | 300 | 1000 | 200 (100 + 100) | 1.00 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| uintr | spin | unavailable: CPU: no UINTR |"),
+            "{md}"
+        );
+        assert!(md.contains("| futex | block | 100.0 |"), "{md}");
+        assert!(md.contains("| met |"), "{md}");
     }
 
     #[test]

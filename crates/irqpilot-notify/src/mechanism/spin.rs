@@ -4,7 +4,7 @@
 
 use super::{Endpoint, Mode, Unavailable};
 use crate::error::WireError;
-use crate::notifier::{Notifier, NotifyCell, Strategy, Waiter};
+use crate::notifier::{Duplex, Notifier, NotifyCell, Strategy, Waiter};
 use crate::shm::{ProcessShareable, SharedMapping};
 use crossbeam_utils::CachePadded;
 use std::ops::Deref;
@@ -97,24 +97,24 @@ impl Deref for PairCell {
     }
 }
 
-/// One side built on the library API: a notifier to the peer's cell, a waiter on its own. The
-/// token is the running count of notifications received, so a lost or extra wake-up shows.
+/// One side built on the library API: a [`Duplex`] (notifier to the peer's cell, waiter on its
+/// own). The token is the running count of notifications received, so a lost or extra wake-up
+/// shows.
 pub(crate) struct DoorbellEnd {
-    tx: Notifier<PairCell>,
-    rx: Waiter<PairCell>,
+    end: Duplex<PairCell>,
     received: u64,
 }
 
 impl Endpoint for DoorbellEnd {
     #[inline]
     fn send(&mut self, _token: u64) -> Result<(), WireError> {
-        self.tx.notify();
+        self.end.notify();
         Ok(())
     }
 
     #[inline]
     fn recv(&mut self) -> Result<u64, WireError> {
-        self.received += u64::from(self.rx.wait());
+        self.received += u64::from(self.end.wait());
         Ok(self.received)
     }
 }
@@ -141,13 +141,11 @@ pub(crate) fn doorbell_pair(
     let waiter = |idx| Waiter::new(handle(idx), strategy).map_err(|e| Unavailable(e.to_string()));
     Ok((
         DoorbellEnd {
-            tx: Notifier::new(handle(0)),
-            rx: waiter(1)?,
+            end: Duplex::new(Notifier::new(handle(1)), waiter(0)?),
             received: 0,
         },
         DoorbellEnd {
-            tx: Notifier::new(handle(1)),
-            rx: waiter(0)?,
+            end: Duplex::new(Notifier::new(handle(0)), waiter(1)?),
             received: 0,
         },
     ))
