@@ -93,6 +93,9 @@ pub fn measure_one(
 ) -> ResultRow {
     let gap_ns = u64::try_from(gap.as_nanos()).unwrap_or(u64::MAX);
     let row = ResultRow::new(mechanism, placement, gap_ns, config.mode);
+    if let Some(reason) = machine_unavailability(mechanism, uintr) {
+        return row.unavailable(reason);
+    }
     if let Some(u) = mechanism.unavailable_in(placement.kind) {
         return row.unavailable(u.0);
     }

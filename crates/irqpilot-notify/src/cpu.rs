@@ -68,10 +68,10 @@ pub fn tighten_timer_slack() -> Result<(), WireError> {
 
 /// The calling thread's last errno as a rustix `Errno`.
 pub(crate) fn last_errno() -> rustix::io::Errno {
-    rustix::io::Errno::from_raw_os_error(
+    crate::error::errno(
         std::io::Error::last_os_error()
             .raw_os_error()
-            .unwrap_or(libc::EINVAL),
+            .unwrap_or(libc::EIO),
     )
 }
 
@@ -88,7 +88,8 @@ mod tests {
             x = std::hint::black_box(x.wrapping_add(1));
         }
         let b = thread_cpu_ns().unwrap();
-        assert!(b >= a + 20_000_000, "cpu time did not advance: {a} -> {b}");
+        // On a loaded machine the thread may have run for much less than the 30 ms of wall time.
+        assert!(b > a, "cpu time did not advance: {a} -> {b}");
         assert!(thread_rusage_ns().unwrap() > 0);
     }
 

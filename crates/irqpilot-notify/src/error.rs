@@ -119,6 +119,16 @@ pub enum WireError {
     },
 }
 
+/// An `Errno` from a raw positive errno value; values outside 1..=4095 (which rustix rejects)
+/// become `EIO`.
+pub fn errno(raw: i32) -> Errno {
+    if (1..=4095).contains(&raw) {
+        Errno::from_raw_os_error(raw)
+    } else {
+        Errno::IO
+    }
+}
+
 impl WireError {
     pub(crate) fn os(op: Op, errno: Errno) -> WireError {
         WireError::Os { op, errno }

@@ -17,8 +17,8 @@
 //!   `MSG_RING` (blocking and polled) and user interrupts (detected, reported unavailable with
 //!   the reason). Every placement kind the topology has ([`placement`]), back-to-back and with
 //!   idle gaps; p50/p99/p99.9/max RTT from HDR histograms and CPU time per side from
-//!   `getrusage`. Fairness rules follow the research notes (§4): same waiting style labelled in
-//!   every row, both ends pinned, warm-up discarded, no allocation in the timed loop, timer
+//!   the thread CPU clock. Fairness rules follow the research notes (§4): same waiting style
+//!   labelled in every row, both ends pinned, warm-up discarded, no allocation in the timed loop, timer
 //!   overhead measured and reported.
 //!
 //! ```no_run

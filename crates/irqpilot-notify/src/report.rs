@@ -49,7 +49,8 @@ pub struct ResultRow {
     pub round_trips: u64,
     /// RTT percentiles, ns; `null` without numbers.
     pub rtt_ns: Option<RttSummary>,
-    /// CPU time of both sides together per round trip, ns (`getrusage(RUSAGE_THREAD)`).
+    /// CPU time of both sides together per round trip, ns (each side's thread CPU clock,
+    /// `CLOCK_THREAD_CPUTIME_ID`, read before and after the measured round trips).
     pub cpu_ns_per_rtt: Option<f64>,
     /// The same, per side.
     pub cpu_ns_per_rtt_by_side: Option<SideCpu>,

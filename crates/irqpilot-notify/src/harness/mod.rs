@@ -4,9 +4,9 @@
 //! trip (`CLOCK_MONOTONIC` read before the send and after the receive). The ponger echoes. Both
 //! pin themselves first, run the mechanism's per-side preparation, meet at a barrier, run the
 //! warm-up (discarded), then the measured round trips, and read their own CPU time
-//! (`getrusage(RUSAGE_THREAD)`) around the measured part only. With an idle gap, the pinger
-//! sleeps to an absolute deadline `gap` after the previous reply before each ping; only send to
-//! reply is timed.
+//! (`CLOCK_THREAD_CPUTIME_ID`; see [`crate::cpu::thread_cpu_ns`] for why not `getrusage`) around
+//! the measured part only. With an idle gap, the pinger sleeps to an absolute deadline `gap`
+//! after the previous reply before each ping; only send to reply is timed.
 
 pub(crate) mod process;
 pub(crate) mod threads;
@@ -120,7 +120,7 @@ impl SideReport {
         match self.state.load(Ordering::Acquire) {
             1 => Some(Ok(self.cpu_ns.load(Ordering::Relaxed))),
             2 => {
-                let errno = Errno::from_raw_os_error(self.errno.load(Ordering::Relaxed));
+                let errno = crate::error::errno(self.errno.load(Ordering::Relaxed));
                 let op = Op::from_code(self.op.load(Ordering::Relaxed) as u8).unwrap_or(Op::Read);
                 let (a, b) = (
                     self.a.load(Ordering::Relaxed),
@@ -269,5 +269,119 @@ where
     match mode {
         crate::mechanism::Mode::Threads => threads::run(a, b, spec),
         crate::mechanism::Mode::Processes => process::run(a, b, spec),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mechanism::{Mode, futex};
+
+    fn spec(timeout_ms: u64) -> RunSpec {
+        let cpu = crate::cpu::allowed_cpus()
+            .and_then(|s| s.first())
+            .unwrap_or(CpuId(0));
+        RunSpec {
+            pinger_cpu: cpu,
+            ponger_cpu: cpu,
+            warmup: 10,
+            iterations: 200,
+            gap_ns: 0,
+            timeout: Duration::from_millis(timeout_ms),
+        }
+    }
+
+    /// Wraps an endpoint and corrupts one token on the way out.
+    struct Corrupting<E> {
+        inner: E,
+        at: u64,
+    }
+
+    impl<E: Endpoint> Endpoint for Corrupting<E> {
+        fn send(&mut self, token: u64) -> Result<(), WireError> {
+            let t = if token == self.at { token + 1 } else { token };
+            self.inner.send(t)
+        }
+        fn recv(&mut self) -> Result<u64, WireError> {
+            self.inner.recv()
+        }
+    }
+
+    /// Never answers.
+    struct Silent;
+
+    impl Endpoint for Silent {
+        fn send(&mut self, _: u64) -> Result<(), WireError> {
+            Ok(())
+        }
+        fn recv(&mut self) -> Result<u64, WireError> {
+            std::thread::sleep(Duration::from_secs(3600));
+            Ok(0)
+        }
+    }
+
+    #[test]
+    fn counts_and_cpu_time_come_back() {
+        for mode in [Mode::Threads, Mode::Processes] {
+            let (a, b) = futex::pair(mode).unwrap();
+            let m = run(a, b, &spec(60_000), mode).unwrap();
+            assert_eq!(m.samples.len(), 200);
+            assert!(m.samples.iter().all(|&s| s > 0));
+            assert!(m.pinger_cpu_ns > 0 && m.ponger_cpu_ns > 0, "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn a_corrupted_token_breaks_the_sequence() {
+        for mode in [Mode::Threads, Mode::Processes] {
+            let (a, b) = futex::pair(mode).unwrap();
+            // The ponger echoes token 57 as 58: the pinger must notice.
+            let b = Corrupting { inner: b, at: 57 };
+            let err = run(a, b, &spec(60_000), mode).unwrap_err();
+            match err {
+                RunError::Wire {
+                    side: "pinger",
+                    source:
+                        WireError::Sequence {
+                            expected: 57,
+                            received: 58,
+                        },
+                } => {}
+                other => panic!("{mode:?}: {other}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_silent_peer_times_out_instead_of_hanging() {
+        for mode in [Mode::Threads, Mode::Processes] {
+            let (a, _b) = futex::pair(mode).unwrap();
+            let t0 = std::time::Instant::now();
+            let err = run(a, Silent, &spec(300), mode).unwrap_err();
+            assert!(matches!(err, RunError::TimedOut { after_ms: 300 }), "{err}");
+            assert!(t0.elapsed() < Duration::from_secs(30));
+        }
+    }
+
+    #[test]
+    fn side_reports_round_trip_through_shared_memory() {
+        let r = SideReport::default();
+        assert!(r.load().is_none());
+        let fail = SideFail::Wire(WireError::Short {
+            op: Op::Read,
+            bytes: 3,
+        });
+        r.store(Err(fail));
+        assert_eq!(r.load(), Some(Err(fail)));
+        let r = SideReport::default();
+        let pin = SideFail::Pin {
+            cpu: CpuId(7),
+            errno: Errno::INVAL,
+        };
+        r.store(Err(pin));
+        assert_eq!(r.load(), Some(Err(pin)));
+        let r = SideReport::default();
+        r.store(Ok(42));
+        assert_eq!(r.load(), Some(Ok(42)));
     }
 }

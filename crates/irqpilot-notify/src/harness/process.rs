@@ -62,6 +62,17 @@ fn kill_and_reap(pid: libc::pid_t) {
     }
 }
 
+/// The pinger and ponger children; any still unreaped on drop are killed and reaped.
+struct Children([Option<libc::pid_t>; 2]);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for pid in self.0.iter_mut().filter_map(Option::take) {
+            kill_and_reap(pid);
+        }
+    }
+}
+
 fn describe_status(status: libc::c_int) -> String {
     if libc::WIFEXITED(status) {
         format!("exited with status {}", libc::WEXITSTATUS(status))
@@ -84,20 +95,17 @@ where
     let mut samples =
         SharedSamples::new(n).map_err(|e| setup_error("mmap of the sample array", e))?;
 
-    let ponger_pid = fork_side(|| ponger(&mut b, &ctl, spec), &ctl.ponger)?;
-    let pinger_pid = match fork_side(
+    // Whatever happens from here on (an early return, a panic), children not yet reaped are
+    // killed and reaped when `children` drops.
+    let mut children = Children([None, None]);
+    children.0[1] = Some(fork_side(|| ponger(&mut b, &ctl, spec), &ctl.ponger)?);
+    children.0[0] = Some(fork_side(
         || pinger(&mut a, &ctl, spec, samples.as_mut_slice()),
         &ctl.pinger,
-    ) {
-        Ok(pid) => pid,
-        Err(e) => {
-            kill_and_reap(ponger_pid);
-            return Err(e);
-        }
-    };
+    )?);
 
     let deadline = Instant::now() + spec.timeout;
-    let mut pids = [Some(pinger_pid), Some(ponger_pid)];
+    let pids = &mut children.0;
     let mut statuses = [0; 2];
     while pids.iter().any(Option::is_some) {
         for (slot, status) in pids.iter_mut().zip(statuses.iter_mut()) {
@@ -112,9 +120,19 @@ where
         if pids.iter().all(Option::is_none) {
             break;
         }
+        // One side gone without success: the other would wait for it forever.
+        let gone_bad = |slot: &Option<libc::pid_t>, report: &SideReport| {
+            slot.is_none() && !matches!(report.load(), Some(Ok(_)))
+        };
+        if gone_bad(&pids[0], &ctl.pinger) || gone_bad(&pids[1], &ctl.ponger) {
+            for pid in pids.iter_mut().filter_map(Option::take) {
+                kill_and_reap(pid);
+            }
+            break;
+        }
         if Instant::now() >= deadline {
-            for pid in pids.iter().flatten() {
-                kill_and_reap(*pid);
+            for pid in pids.iter_mut().filter_map(Option::take) {
+                kill_and_reap(pid);
             }
             return Err(RunError::TimedOut {
                 after_ms: u64::try_from(spec.timeout.as_millis()).unwrap_or(u64::MAX),

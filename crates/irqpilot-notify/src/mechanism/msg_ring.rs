@@ -27,7 +27,7 @@ pub(crate) struct RingEnd {
 }
 
 fn errno_of(e: &std::io::Error) -> Errno {
-    Errno::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EIO))
+    crate::error::errno(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
 impl Endpoint for RingEnd {
@@ -58,7 +58,7 @@ impl Endpoint for RingEnd {
                 if cqe.user_data() == SEND_SENTINEL || cqe.result() < 0 {
                     return Err(WireError::os(
                         Op::UringCqe,
-                        Errno::from_raw_os_error(cqe.result().saturating_neg()),
+                        crate::error::errno(cqe.result().saturating_neg()),
                     ));
                 }
                 return Ok(cqe.user_data());

@@ -119,10 +119,7 @@ impl Endpoint for SignalEnd {
         // SAFETY: valid sigset pointers; changes only this thread's mask.
         let rc = unsafe { libc::pthread_sigmask(how, &set, &mut old) };
         if rc != 0 {
-            return Err(WireError::os(
-                Op::Sigmask,
-                rustix::io::Errno::from_raw_os_error(rc),
-            ));
+            return Err(WireError::os(Op::Sigmask, crate::error::errno(rc)));
         }
         // sigsuspend's mask: what the thread had, with our signal let through.
         // SAFETY: `old` is an initialised sigset.

@@ -1,7 +1,7 @@
 //! x86 user interrupts (UINTR, `SENDUIPI`): detection only.
 //!
 //! Both the CPU and the kernel must support it: the CPU reports it in
-//! CPUID.(EAX=7,ECX=0):EDX[5]; the kernel support exists only in Intel's out-of-tree RFC
+//! `CPUID.(EAX=7,ECX=0):EDX[5]`; the kernel support exists only in Intel's out-of-tree RFC
 //! branches (syscalls 471-476, `uintr_register_handler` = 471), never in mainline. Mainline
 //! returned ENOSYS for 471 until Linux 7.0 gave that number to `rseq_slice_yield`, so a
 //! non-ENOSYS answer alone proves nothing; a kernel that enabled UINTR also lists `uintr` in
@@ -18,7 +18,7 @@ pub const SYS_UINTR_REGISTER_HANDLER: libc::c_long = 471;
 /// What this machine says about UINTR.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct UintrSupport {
-    /// CPUID.(EAX=7,ECX=0):EDX[5].
+    /// `CPUID.(EAX=7,ECX=0):EDX[5]`.
     pub cpu: bool,
     /// `/proc/cpuinfo` lists the `uintr` flag (a kernel that knows and enabled the feature).
     pub kernel_flag: bool,
