@@ -3,7 +3,8 @@
 //! ```text
 //! cargo run --release -p irqpilot-notify --example notify_bench -- [--format table|json|markdown]
 //!     [--iterations N] [--gap-iterations N] [--gaps 100us,1ms] [--scale F] [--processes]
-//!     [--mechanisms spin-raw,spin,...] [--placements same-cpu,...] [--max-spin-ns N]
+//!     [--duration SECS|none] [--mechanisms spin-raw,spin,...] [--placements same-cpu,...]
+//!     [--max-spin-ns N]
 //! ```
 //!
 //! The topology reader here is a stop-gap (online list, SMT siblings, package ids, cache sharing
@@ -100,11 +101,12 @@ fn real_main() -> Result<(), String> {
             "--scale" => scale = Some(val()?.parse().map_err(|e| format!("--scale: {e}"))?),
             "--processes" => overrides.push(("processes".into(), String::new())),
             "--iterations" | "--gap-iterations" | "--gaps" | "--mechanisms" | "--placements"
-            | "--max-spin-ns" | "--warmup" => overrides.push((a.clone(), val()?)),
+            | "--max-spin-ns" | "--warmup" | "--duration" => overrides.push((a.clone(), val()?)),
             "-h" | "--help" => {
                 println!(
                     "notify_bench [--format table|json|markdown] [--iterations N] [--warmup N] \
                      [--gap-iterations N] [--gaps 100us,1ms|none] [--scale F] [--processes] \
+                     [--duration SECS|none] \
                      [--mechanisms a,b] [--placements a,b] [--max-spin-ns N]\n\nmechanisms: {}\n\
                      placements: {}",
                     Mechanism::ALL.map(|m| m.name()).join(","),
@@ -126,6 +128,11 @@ fn real_main() -> Result<(), String> {
             "--warmup" => config.warmup = num(&v)?,
             "--gap-iterations" => config.gap_iterations = num(&v)?,
             "--gaps" if v == "none" => config.gaps.clear(),
+            "--duration" if v == "none" => config.time_budget = None,
+            "--duration" => {
+                let secs: f64 = v.parse().map_err(|e| format!("--duration: {e}"))?;
+                config.time_budget = Some(std::time::Duration::from_secs_f64(secs.max(0.001)));
+            }
             "--gaps" => {
                 config.gaps = v.split(',').map(parse_gap).collect::<Result<_, _>>()?;
             }

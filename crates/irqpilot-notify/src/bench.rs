@@ -18,6 +18,10 @@ use crate::report::{BenchReport, ResultRow, SideCpu, compute_targets};
 use irqpilot_core::Topology;
 use std::time::{Duration, Instant};
 
+/// A mechanism of one gap variant while its rounds run: the merged result so far, or why it is
+/// not measured.
+type Pending = (Mechanism, Option<Result<Measured, Failure>>, Option<String>);
+
 enum Failure {
     Unavailable(Unavailable),
     Run(RunError),
@@ -83,7 +87,7 @@ pub fn machine_unavailability(mechanism: Mechanism, uintr: &UintrSupport) -> Opt
 }
 
 /// Measures one mechanism in one placement with one gap (zero = back-to-back), using the
-/// iteration counts, mode, timeout and hybrid tuning of `config`.
+/// iteration counts, mode, timeout, time cap and hybrid tuning of `config`, in one round.
 pub fn measure_one(
     mechanism: Mechanism,
     placement: &Placement,
@@ -93,24 +97,67 @@ pub fn measure_one(
 ) -> ResultRow {
     let gap_ns = u64::try_from(gap.as_nanos()).unwrap_or(u64::MAX);
     let row = ResultRow::new(mechanism, placement, gap_ns, config.mode);
-    if let Some(reason) = machine_unavailability(mechanism, uintr) {
-        return row.unavailable(reason);
+    match precheck(mechanism, placement, uintr) {
+        Some(reason) => row.unavailable(reason),
+        None => finish(
+            row,
+            measure_round(mechanism, placement, gap, config, uintr, 1),
+        ),
     }
-    if let Some(u) = mechanism.unavailable_in(placement.kind) {
-        return row.unavailable(u.0);
-    }
+}
+
+/// Why `mechanism` cannot be measured in `placement` at all, if it cannot.
+fn precheck(mechanism: Mechanism, placement: &Placement, uintr: &UintrSupport) -> Option<String> {
+    machine_unavailability(mechanism, uintr)
+        .or_else(|| mechanism.unavailable_in(placement.kind).map(|u| u.0))
+}
+
+/// One round of `rounds`: `1/rounds` of the iterations, warm-up and time cap.
+fn measure_round(
+    mechanism: Mechanism,
+    placement: &Placement,
+    gap: Duration,
+    config: &BenchConfig,
+    uintr: &UintrSupport,
+    rounds: u32,
+) -> Result<Measured, Failure> {
+    let rounds = u64::from(rounds.max(1));
+    let cap_ns = config
+        .max_measure_time
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     let spec = RunSpec {
         pinger_cpu: placement.pinger,
         ponger_cpu: placement.ponger,
-        warmup: config.warmup_for(gap),
-        iterations: config.iterations_for(gap),
-        gap_ns,
+        warmup: config.warmup_for(gap).div_ceil(rounds),
+        iterations: config.iterations_for(gap).div_ceil(rounds),
+        gap_ns: u64::try_from(gap.as_nanos()).unwrap_or(u64::MAX),
         timeout: config.timeout,
+        max_time_ns: cap_ns / rounds,
     };
-    match measure(mechanism, &spec, config.mode, config.hybrid, uintr) {
+    measure(mechanism, &spec, config.mode, config.hybrid, uintr)
+}
+
+fn finish(row: ResultRow, result: Result<Measured, Failure>) -> ResultRow {
+    match result {
         Ok(m) => with_numbers(row, &m),
         Err(Failure::Unavailable(u)) => row.unavailable(u.0),
         Err(Failure::Run(e)) => row.failed(e.to_string()),
+    }
+}
+
+/// Adds one round's numbers to the total (samples appended, CPU times summed).
+fn merge(
+    total: Result<Measured, Failure>,
+    round: Result<Measured, Failure>,
+) -> Result<Measured, Failure> {
+    match (total, round) {
+        (Ok(mut t), Ok(r)) => {
+            t.samples.extend_from_slice(&r.samples);
+            t.pinger_cpu_ns += r.pinger_cpu_ns;
+            t.ponger_cpu_ns += r.ponger_cpu_ns;
+            Ok(t)
+        }
+        (Err(e), _) | (Ok(_), Err(e)) => Err(e),
     }
 }
 
@@ -162,19 +209,62 @@ pub fn run_with_progress(
             variants.push(*g);
         }
     }
+    let mut config = config.clone();
+    if config.max_measure_time.is_none() {
+        if let Some(budget) = config.time_budget {
+            let planned = placements
+                .iter()
+                .map(|p| {
+                    let per_variant = config
+                        .mechanisms
+                        .iter()
+                        .filter(|m| {
+                            machine_unavailability(**m, &uintr).is_none()
+                                && m.unavailable_in(p.kind).is_none()
+                        })
+                        .count();
+                    per_variant * variants.len()
+                })
+                .sum::<usize>()
+                .max(1);
+            config.max_measure_time = Some(budget / u32::try_from(planned).unwrap_or(u32::MAX));
+        }
+    }
+    let config = &config;
+    let rounds = config.rounds.max(1);
     let mut results = Vec::new();
     for p in &placements {
         for &gap in &variants {
+            let gap_ns = u64::try_from(gap.as_nanos()).unwrap_or(u64::MAX);
+            // Unavailable rows once per placement (back-to-back variant only).
+            let mut rows: Vec<Pending> = Vec::new();
             for &m in &config.mechanisms {
-                let unavailable = machine_unavailability(m, &uintr)
-                    .or_else(|| m.unavailable_in(p.kind).map(|u| u.0));
-                let row = match unavailable {
-                    Some(_) if !gap.is_zero() => continue,
-                    Some(reason) => {
-                        let gap_ns = 0;
-                        ResultRow::new(m, p, gap_ns, config.mode).unavailable(reason)
+                match precheck(m, p, &uintr) {
+                    Some(_) if !gap.is_zero() => {}
+                    Some(reason) => rows.push((m, None, Some(reason))),
+                    None => rows.push((m, None, None)),
+                }
+            }
+            // Rounds interleave the mechanisms, so slow drifts of machine load (other work on a
+            // shared machine) fall on all of them alike.
+            for _ in 0..rounds {
+                for (m, acc, unavailable) in rows.iter_mut() {
+                    if unavailable.is_some() || matches!(acc, Some(Err(_))) {
+                        continue;
                     }
-                    None => measure_one(m, p, gap, config, &uintr),
+                    let round = measure_round(*m, p, gap, config, &uintr, rounds);
+                    *acc = Some(match acc.take() {
+                        None => round,
+                        Some(total) => merge(total, round),
+                    });
+                }
+            }
+            for (m, acc, unavailable) in rows {
+                let row = ResultRow::new(m, p, gap_ns, config.mode);
+                let row = match (unavailable, acc) {
+                    (Some(reason), _) => row.unavailable(reason),
+                    (None, Some(result)) => finish(row, result),
+                    (None, None) => continue,
                 };
                 on_row(&row);
                 results.push(row);

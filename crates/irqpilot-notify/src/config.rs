@@ -32,6 +32,20 @@ pub struct BenchConfig {
     pub placements: Vec<PlacementKind>,
     /// Threads or processes. Default threads.
     pub mode: Mode,
+    /// Wall time for all measured round trips of a [`run`](crate::run), split evenly over its
+    /// measurements as a per-measurement cap (a measurement that reaches its cap stops early and
+    /// reports the round trips it made). Warm-ups and set-up are not counted. Default 40 s, so a
+    /// default run stays under a minute whatever the number of placements. `None`: no cap.
+    #[serde(serialize_with = "ser_opt_ms", rename = "time_budget_ms")]
+    pub time_budget: Option<Duration>,
+    /// Cap of one measurement's measured round trips; set by [`run`](crate::run) from
+    /// `time_budget`, or by hand for [`measure_one`](crate::measure_one). `None`: no cap.
+    #[serde(serialize_with = "ser_opt_ms", rename = "max_measure_time_ms")]
+    pub max_measure_time: Option<Duration>,
+    /// Each measurement is split into this many rounds, and a gap variant runs round 1 of every
+    /// mechanism, then round 2, ..., so that changes in machine load during the run fall on all
+    /// mechanisms alike. Samples and CPU times of the rounds are merged. Default 3.
+    pub rounds: u32,
     /// Give up on one measurement after this long. Default 30 s.
     #[serde(serialize_with = "ser_ms", rename = "timeout_ms")]
     pub timeout: Duration,
@@ -41,6 +55,13 @@ pub struct BenchConfig {
 
 fn ser_gaps_us<S: serde::Serializer>(gaps: &[Duration], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(gaps.iter().map(|g| g.as_micros() as u64))
+}
+
+fn ser_opt_ms<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_some(&(d.as_millis() as u64)),
+        None => s.serialize_none(),
+    }
 }
 
 fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -59,6 +80,9 @@ impl Default for BenchConfig {
             mechanisms: Mechanism::ALL.to_vec(),
             placements: PlacementKind::ALL.to_vec(),
             mode: Mode::Threads,
+            time_budget: Some(Duration::from_secs(40)),
+            max_measure_time: None,
+            rounds: 3,
             timeout: Duration::from_secs(30),
             hybrid: HybridConfig::default(),
         }
@@ -81,6 +105,7 @@ impl BenchConfig {
             warmup: mul(d.warmup),
             gap_iterations: mul(d.gap_iterations),
             gap_time_budget: d.gap_time_budget.mul_f64(f),
+            time_budget: d.time_budget.map(|b| b.mul_f64(f)),
             timeout: d.timeout.max(d.timeout.mul_f64(f)),
             ..d
         }

@@ -25,6 +25,8 @@ pub struct Environment {
     pub online_cpus: Option<String>,
     /// `scaling_governor` of CPU 0, if cpufreq is exposed.
     pub governor: Option<String>,
+    /// `/proc/loadavg` when the run started (1, 5, 15 minutes): other work on the machine.
+    pub load_average: Option<String>,
 }
 
 const MITIGATION_KEYS: &[&str] = &[
@@ -124,6 +126,8 @@ impl Environment {
             smt: read_trimmed("/sys/devices/system/cpu/smt/control"),
             online_cpus: read_trimmed("/sys/devices/system/cpu/online"),
             governor: read_trimmed("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            load_average: read_trimmed("/proc/loadavg")
+                .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")),
         }
     }
 }

@@ -18,8 +18,8 @@
 //!   the reason). Every placement kind the topology has ([`placement`]), back-to-back and with
 //!   idle gaps; p50/p99/p99.9/max RTT from HDR histograms and CPU time per side from
 //!   the thread CPU clock. Fairness rules follow the research notes (§4): same waiting style
-//!   labelled in every row, both ends pinned, warm-up discarded, no allocation in the timed loop, timer
-//!   overhead measured and reported.
+//!   labelled in every row, both ends pinned, warm-up discarded, no allocation in the timed
+//!   loop, timer overhead measured and reported.
 //!
 //! ```no_run
 //! use irqpilot_notify::{BenchConfig, run};

@@ -246,7 +246,7 @@ impl BenchReport {
         );
         let _ = writeln!(
             s,
-            "mitigations: {} | SMT: {} | online CPUs: {} | governor: {}",
+            "mitigations: {} | SMT: {} | online CPUs: {} | governor: {} | load average: {}",
             if e.mitigations.is_empty() {
                 "kernel defaults".to_string()
             } else {
@@ -255,6 +255,7 @@ impl BenchReport {
             e.smt.as_deref().unwrap_or("unknown"),
             e.online_cpus.as_deref().unwrap_or("unknown"),
             e.governor.as_deref().unwrap_or("not exposed"),
+            e.load_average.as_deref().unwrap_or("unknown"),
         );
         let _ = writeln!(
             s,

@@ -230,6 +230,13 @@ fn json_report_has_the_contract_shape() {
     let placements = report.placements.len();
     let futex = results.iter().filter(|r| r["mechanism"] == "futex").count();
     assert_eq!(futex, placements * 2);
+    // Three interleaved rounds of 100 merge into the 300 asked for.
+    for r in results
+        .iter()
+        .filter(|r| r["mechanism"] == "futex" && r["gap_ns"] == 0)
+    {
+        assert_eq!(r["round_trips"], 300, "{r}");
+    }
     let uintr_rows = results.iter().filter(|r| r["mechanism"] == "uintr").count();
     assert_eq!(uintr_rows, placements);
     assert!(v["environment"]["kernel"].is_string());

@@ -16,6 +16,7 @@ use crate::cpu::{pin_current_thread, thread_cpu_ns, tighten_timer_slack};
 use crate::error::{Op, RunError, WireError};
 use crate::mechanism::Endpoint;
 use crate::shm::ProcessShareable;
+use crossbeam_utils::CachePadded;
 use irqpilot_core::CpuId;
 use rustix::io::Errno;
 use rustix::thread::futex;
@@ -33,6 +34,8 @@ pub(crate) struct RunSpec {
     pub gap_ns: u64,
     /// Give up (and report) after this long.
     pub timeout: Duration,
+    /// Stop the measured round trips early once they have taken this long, ns (0 = never).
+    pub max_time_ns: u64,
 }
 
 /// Raw results of one measurement.
@@ -149,10 +152,14 @@ impl SideReport {
 
 /// The control block both sides share (in `MAP_SHARED` memory, so it also works across fork).
 #[repr(C)]
-#[derive(Default)]
 pub(crate) struct Control {
     /// Arrivals at the start barrier (a shared futex word).
     arrived: AtomicU32,
+    /// The token of the last measured ping when the pinger stops early (`u64::MAX`: no early
+    /// stop). Written before that ping is sent, so the ponger sees it when it receives it.
+    stop_at: CachePadded<AtomicU64>,
+    /// Measured round trips the pinger completed.
+    measured: AtomicU64,
     pub(crate) pinger: SideReport,
     pub(crate) ponger: SideReport,
 }
@@ -160,7 +167,24 @@ pub(crate) struct Control {
 // SAFETY: atomics only.
 unsafe impl ProcessShareable for Control {}
 
+impl Default for Control {
+    fn default() -> Self {
+        Control {
+            arrived: AtomicU32::new(0),
+            stop_at: CachePadded::new(AtomicU64::new(u64::MAX)),
+            measured: AtomicU64::new(0),
+            pinger: SideReport::default(),
+            ponger: SideReport::default(),
+        }
+    }
+}
+
 impl Control {
+    /// Measured round trips the pinger completed (valid after it finished).
+    pub(crate) fn measured(&self) -> usize {
+        usize::try_from(self.measured.load(Ordering::Acquire)).unwrap_or(usize::MAX)
+    }
+
     /// Two-party barrier on a shared futex (works for threads and processes, and on one CPU).
     fn barrier(&self) {
         let n = self.arrived.fetch_add(1, Ordering::AcqRel) + 1;
@@ -221,11 +245,25 @@ pub(crate) fn pinger<E: Endpoint>(
         round_trip(token, &mut next)?;
     }
     let cpu0 = thread_cpu_ns()?;
-    for slot in samples.iter_mut() {
+    let start = now_ns();
+    let mut done = 0u64;
+    for (i, slot) in samples.iter_mut().enumerate() {
         token += 1;
+        // Between round trips, not inside one: is this the last ping the time cap allows?
+        let last = spec.max_time_ns > 0
+            && i % 16 == 15
+            && now_ns().saturating_sub(start) >= spec.max_time_ns;
+        if last {
+            ctl.stop_at.store(token, Ordering::Release);
+        }
         *slot = round_trip(token, &mut next)?;
+        done += 1;
+        if last {
+            break;
+        }
     }
     let cpu1 = thread_cpu_ns()?;
+    ctl.measured.store(done, Ordering::Release);
     Ok(cpu1.saturating_sub(cpu0))
 }
 
@@ -247,9 +285,12 @@ pub(crate) fn ponger<E: Endpoint>(
         ep.send(t)?;
     }
     let cpu0 = thread_cpu_ns()?;
-    for _ in 0..spec.iterations {
+    for j in 0..spec.iterations {
         let t = ep.recv()?;
         ep.send(t)?;
+        if ctl.stop_at.load(Ordering::Acquire) == spec.warmup + j + 1 {
+            break;
+        }
     }
     let cpu1 = thread_cpu_ns()?;
     Ok(cpu1.saturating_sub(cpu0))
@@ -288,6 +329,7 @@ mod tests {
             iterations: 200,
             gap_ns: 0,
             timeout: Duration::from_millis(timeout_ms),
+            max_time_ns: 0,
         }
     }
 
@@ -328,6 +370,26 @@ mod tests {
             assert_eq!(m.samples.len(), 200);
             assert!(m.samples.iter().all(|&s| s > 0));
             assert!(m.pinger_cpu_ns > 0 && m.ponger_cpu_ns > 0, "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn a_time_cap_stops_both_sides_early_and_cleanly() {
+        for mode in [Mode::Threads, Mode::Processes] {
+            let (a, b) = futex::pair(mode).unwrap();
+            let s = RunSpec {
+                iterations: 10_000_000,
+                max_time_ns: 20_000_000,
+                ..spec(120_000)
+            };
+            let t0 = std::time::Instant::now();
+            let m = run(a, b, &s, mode).unwrap();
+            assert!(
+                !m.samples.is_empty() && m.samples.len() < 10_000_000,
+                "{mode:?}"
+            );
+            assert!(m.samples.iter().all(|&x| x > 0 && x != u64::MAX));
+            assert!(t0.elapsed() < Duration::from_secs(60));
         }
     }
 

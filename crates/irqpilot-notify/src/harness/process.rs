@@ -152,7 +152,7 @@ where
     let pinger_cpu_ns = side(&ctl.pinger, "pinger", statuses[0])?;
     let ponger_cpu_ns = side(&ctl.ponger, "ponger", statuses[1])?;
     Ok(Measured {
-        samples: samples.as_mut_slice().to_vec(),
+        samples: samples.as_mut_slice()[..ctl.measured().min(n)].to_vec(),
         pinger_cpu_ns,
         ponger_cpu_ns,
     })

@@ -61,7 +61,10 @@ where
                     pinger(&mut a, &ctl, &spec, &mut samples)
                 }));
                 let _ = tx.send(match r {
-                    Ok(r) => Msg::Pinger(r.map(|cpu| (samples, cpu))),
+                    Ok(r) => Msg::Pinger(r.map(|cpu| {
+                        samples.truncate(ctl.measured());
+                        (samples, cpu)
+                    })),
                     Err(_) => Msg::Died("pinger"),
                 });
             })
