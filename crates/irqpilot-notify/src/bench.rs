@@ -101,7 +101,7 @@ pub fn measure_one(
         Some(reason) => row.unavailable(reason),
         None => finish(
             row,
-            measure_round(mechanism, placement, gap, config, uintr, 1),
+            measure_round(mechanism, placement, gap, config, uintr, (0, 1)),
         ),
     }
 }
@@ -112,16 +112,19 @@ fn precheck(mechanism: Mechanism, placement: &Placement, uintr: &UintrSupport) -
         .or_else(|| mechanism.unavailable_in(placement.kind).map(|u| u.0))
 }
 
-/// One round of `rounds`: `1/rounds` of the iterations, warm-up and time cap.
+/// Round `round.0` of `round.1`: its share of the iterations (the rounds add up to exactly the
+/// configured count), of the warm-up and of the time cap.
 fn measure_round(
     mechanism: Mechanism,
     placement: &Placement,
     gap: Duration,
     config: &BenchConfig,
     uintr: &UintrSupport,
-    rounds: u32,
+    round: (u32, u32),
 ) -> Result<Measured, Failure> {
-    let rounds = u64::from(rounds.max(1));
+    let rounds = u64::from(round.1.max(1));
+    let total = config.iterations_for(gap);
+    let iterations = total / rounds + u64::from(u64::from(round.0) < total % rounds);
     let cap_ns = config
         .max_measure_time
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
@@ -129,7 +132,7 @@ fn measure_round(
         pinger_cpu: placement.pinger,
         ponger_cpu: placement.ponger,
         warmup: config.warmup_for(gap).div_ceil(rounds),
-        iterations: config.iterations_for(gap).div_ceil(rounds),
+        iterations,
         gap_ns: u64::try_from(gap.as_nanos()).unwrap_or(u64::MAX),
         timeout: config.timeout,
         max_time_ns: cap_ns / rounds,
@@ -247,15 +250,15 @@ pub fn run_with_progress(
             }
             // Rounds interleave the mechanisms, so slow drifts of machine load (other work on a
             // shared machine) fall on all of them alike.
-            for _ in 0..rounds {
+            for round in 0..rounds {
                 for (m, acc, unavailable) in rows.iter_mut() {
                     if unavailable.is_some() || matches!(acc, Some(Err(_))) {
                         continue;
                     }
-                    let round = measure_round(*m, p, gap, config, &uintr, rounds);
+                    let result = measure_round(*m, p, gap, config, &uintr, (round, rounds));
                     *acc = Some(match acc.take() {
-                        None => round,
-                        Some(total) => merge(total, round),
+                        None => result,
+                        Some(total) => merge(total, result),
                     });
                 }
             }
