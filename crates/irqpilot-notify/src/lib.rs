@@ -9,7 +9,7 @@
 //! * **Library**: [`channel`] / [`process_channel`] give a [`Notifier`] / [`Waiter`] pair over
 //!   one futex word with [`Strategy::Spin`], [`Strategy::Block`] or the adaptive
 //!   [`Strategy::Hybrid`] (spin while wake-ups come fast, block when they are rare; the rule is
-//!   in [`hybrid`]); [`duplex`] joins two for request/response. A notify costs no system call
+//!   in [`hybrid`]); [`duplex()`] joins two for request/response. A notify costs no system call
 //!   unless the waiter may be asleep.
 //! * **Benchmark**: ping-pong round trips between two pinned threads (or processes), one object
 //!   per direction, for a raw cache-line ping-pong, the library's spin and hybrid, futex,
@@ -32,6 +32,7 @@ pub mod bench;
 pub mod clock;
 pub mod config;
 pub mod cpu;
+pub mod duplex;
 pub mod environment;
 pub mod error;
 mod harness;
@@ -45,14 +46,13 @@ pub mod shm;
 
 pub use bench::{machine_unavailability, measure_one, run, run_with_progress};
 pub use config::{BenchConfig, parse_gap};
+pub use duplex::{Duplex, duplex};
 pub use environment::Environment;
 pub use error::{NotifyError, Op, RunError, WireError};
 pub use histogram::RttSummary;
 pub use hybrid::{HybridConfig, HybridState};
 pub use mechanism::uintr::UintrSupport;
 pub use mechanism::{Mechanism, Mode, UnknownMechanism, WaitStyle};
-pub use notifier::{
-    Duplex, Notifier, NotifyCell, SharedCell, Strategy, Waiter, channel, duplex, process_channel,
-};
+pub use notifier::{Notifier, NotifyCell, SharedCell, Strategy, Waiter, channel, process_channel};
 pub use placement::{Placement, PlacementKind, UnknownPlacement, select_placements};
 pub use report::{BenchReport, ResultRow, SideCpu, TargetCheck};

@@ -3,8 +3,9 @@
 //! so the same endpoints work for threads and for forked processes.
 
 use super::{Endpoint, Mode, Unavailable};
+use crate::duplex::Duplex;
 use crate::error::WireError;
-use crate::notifier::{Duplex, Notifier, NotifyCell, Strategy, Waiter};
+use crate::notifier::{Notifier, NotifyCell, Strategy, Waiter};
 use crate::shm::{ProcessShareable, SharedMapping};
 use crossbeam_utils::CachePadded;
 use std::ops::Deref;
