@@ -4,7 +4,7 @@
 //! cargo run --release -p irqpilot-notify --example notify_bench -- [--format table|json|markdown]
 //!     [--iterations N] [--gap-iterations N] [--gaps 100us,1ms] [--scale F] [--processes]
 //!     [--duration SECS|none] [--mechanisms spin-raw,spin,...] [--placements same-cpu,...]
-//!     [--max-spin-ns N]
+//!     [--rounds N] [--max-spin-ns N]
 //! ```
 //!
 //! The topology reader here is a stop-gap (online list, SMT siblings, package ids, cache sharing
@@ -101,12 +101,14 @@ fn real_main() -> Result<(), String> {
             "--scale" => scale = Some(val()?.parse().map_err(|e| format!("--scale: {e}"))?),
             "--processes" => overrides.push(("processes".into(), String::new())),
             "--iterations" | "--gap-iterations" | "--gaps" | "--mechanisms" | "--placements"
-            | "--max-spin-ns" | "--warmup" | "--duration" => overrides.push((a.clone(), val()?)),
+            | "--max-spin-ns" | "--warmup" | "--duration" | "--rounds" => {
+                overrides.push((a.clone(), val()?))
+            }
             "-h" | "--help" => {
                 println!(
                     "notify_bench [--format table|json|markdown] [--iterations N] [--warmup N] \
                      [--gap-iterations N] [--gaps 100us,1ms|none] [--scale F] [--processes] \
-                     [--duration SECS|none] \
+                     [--duration SECS|none] [--rounds N] \
                      [--mechanisms a,b] [--placements a,b] [--max-spin-ns N]\n\nmechanisms: {}\n\
                      placements: {}",
                     Mechanism::ALL.map(|m| m.name()).join(","),
@@ -126,6 +128,7 @@ fn real_main() -> Result<(), String> {
             "processes" => config.mode = Mode::Processes,
             "--iterations" => config.iterations = num(&v)?,
             "--warmup" => config.warmup = num(&v)?,
+            "--rounds" => config.rounds = u32::try_from(num(&v)?).map_err(|e| e.to_string())?,
             "--gap-iterations" => config.gap_iterations = num(&v)?,
             "--gaps" if v == "none" => config.gaps.clear(),
             "--duration" if v == "none" => config.time_budget = None,

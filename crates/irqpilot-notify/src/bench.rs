@@ -66,6 +66,7 @@ fn measure(
         Mechanism::Futex => go(futex::pair(mode)?, spec, mode),
         Mechanism::Eventfd => go(fd::eventfd_pair(false)?, spec, mode),
         Mechanism::EventfdPoll => go(fd::eventfd_pair(true)?, spec, mode),
+        Mechanism::EventfdShared => go(fd::shared_eventfd_pair()?, spec, mode),
         Mechanism::Pipe => go(fd::pipe_pair()?, spec, mode),
         Mechanism::Socketpair => go(fd::socketpair_pair()?, spec, mode),
         Mechanism::Signal => go_signal(SignalWait::Sigwaitinfo, spec, mode),

@@ -117,7 +117,8 @@ impl BenchConfig {
             return self.iterations;
         }
         let by_budget = (self.gap_time_budget.as_nanos() / gap.as_nanos().max(1)) as u64;
-        self.gap_iterations.min(by_budget).max(10)
+        // At least 10 round trips per variant, unless fewer were asked for.
+        self.gap_iterations.min(by_budget.max(10))
     }
 
     /// Warm-up round trips for one variant.

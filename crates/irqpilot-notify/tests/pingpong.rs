@@ -94,6 +94,17 @@ fn every_mechanism_delivers_every_token(mode: Mode) {
             }
             (_, _) => &same,
         };
+        // The seed's one-eventfd race livelocks for a scheduler time slice per round trip on one
+        // CPU (that is the point of measuring it), so it gets a handful of round trips.
+        let config = if m == Mechanism::EventfdShared {
+            BenchConfig {
+                iterations: 10,
+                warmup: 2,
+                ..config.clone()
+            }
+        } else {
+            config.clone()
+        };
         let row = measure_one(m, placement, Duration::ZERO, &config, &support);
         check_row(&row, config.iterations);
         if let Some(c) = &cross {

@@ -89,6 +89,9 @@ pub enum Mechanism {
     Eventfd,
     /// Two `EFD_NONBLOCK` eventfds, receiver busy-polls `read` (Hajnoczi's fair variant).
     EventfdPoll,
+    /// **Not a fair baseline**: the seed benchmark's `eventfd-bi` reproduced, one blocking
+    /// eventfd for both directions with read-and-write-back, to measure what its table measured.
+    EventfdShared,
     /// Two pipes, 8-byte token.
     Pipe,
     /// One `AF_UNIX` stream socketpair (each direction has its own receive queue), 8-byte token.
@@ -112,7 +115,7 @@ pub enum Mechanism {
 
 impl Mechanism {
     /// Every mechanism, in table order (the raw floor first).
-    pub const ALL: [Mechanism; 14] = [
+    pub const ALL: [Mechanism; 15] = [
         Mechanism::SpinRaw,
         Mechanism::Spin,
         Mechanism::Hybrid,
@@ -121,6 +124,7 @@ impl Mechanism {
         Mechanism::SignalHandlerSpin,
         Mechanism::Futex,
         Mechanism::Eventfd,
+        Mechanism::EventfdShared,
         Mechanism::Pipe,
         Mechanism::Socketpair,
         Mechanism::MsgRing,
@@ -137,6 +141,7 @@ impl Mechanism {
             Mechanism::Futex => "futex",
             Mechanism::Eventfd => "eventfd",
             Mechanism::EventfdPoll => "eventfd-poll",
+            Mechanism::EventfdShared => "eventfd-shared",
             Mechanism::Pipe => "pipe",
             Mechanism::Socketpair => "socketpair",
             Mechanism::Signal => "signal",
@@ -160,6 +165,7 @@ impl Mechanism {
             | Mechanism::Uintr => WaitStyle::Spin,
             Mechanism::Futex
             | Mechanism::Eventfd
+            | Mechanism::EventfdShared
             | Mechanism::Pipe
             | Mechanism::Socketpair
             | Mechanism::Signal

@@ -75,22 +75,21 @@ impl BenchReport {
                     continue;
                 }
                 let best = rows.iter().filter_map(|r| r.p50()).min();
-                let n = rows.iter().map(|r| r.round_trips).max().unwrap_or(0);
                 let _ = writeln!(
                     s,
-                    "\n== {} (CPUs {},{}: {}), {}, {} round trips ==",
+                    "\n== {} (CPUs {},{}: {}), {} ==",
                     p.kind,
                     p.pinger,
                     p.ponger,
                     p.detail,
                     gap_label(gap),
-                    n
                 );
                 let _ = writeln!(
                     s,
-                    "{:<20} {:<6} {:>9} {:>9} {:>9} {:>10} {:>11} {:>8}",
+                    "{:<20} {:<6} {:>6} {:>9} {:>9} {:>9} {:>10} {:>11} {:>8}",
                     "mechanism",
                     "style",
+                    "n",
                     "p50 ns",
                     "p99 ns",
                     "p99.9 ns",
@@ -108,9 +107,10 @@ impl BenchReport {
                             );
                             let _ = writeln!(
                                 s,
-                                "{:<20} {:<6} {:>9} {:>9} {:>9} {:>10} {:>11} {:>8}",
+                                "{:<20} {:<6} {:>6} {:>9} {:>9} {:>9} {:>10} {:>11} {:>8}",
                                 r.mechanism.name(),
                                 r.wait_style.name(),
+                                r.round_trips,
                                 t.p50,
                                 t.p99,
                                 t.p999,
@@ -231,22 +231,20 @@ impl BenchReport {
                     continue;
                 }
                 let best = rows.iter().filter_map(|r| r.p50()).min();
-                let n = rows.iter().map(|r| r.round_trips).max().unwrap_or(0);
                 let _ = writeln!(
                     s,
-                    "\n**{}** (CPUs {},{}: {}), {}, {} round trips\n",
+                    "\n**{}** (CPUs {},{}: {}), {}\n",
                     p.kind,
                     p.pinger,
                     p.ponger,
                     p.detail,
                     gap_label(gap),
-                    n
                 );
                 let _ = writeln!(
                     s,
-                    "| mechanism | style | p50 ns | p99 ns | p99.9 ns | max ns | CPU ns/RTT (pinger + ponger) | p50 / best |"
+                    "| mechanism | style | n | p50 ns | p99 ns | p99.9 ns | max ns | CPU ns/RTT (pinger + ponger) | p50 / best |"
                 );
-                let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|");
+                let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|");
                 for r in &rows {
                     match (&r.rtt_ns, &r.error, &r.reason) {
                         (Some(t), _, _) => {
@@ -259,9 +257,10 @@ impl BenchReport {
                             );
                             let _ = writeln!(
                                 s,
-                                "| {} | {} | {} | {} | {} | {} | {}{} | {} |",
+                                "| {} | {} | {} | {} | {} | {} | {} | {}{} | {} |",
                                 r.mechanism.name(),
                                 r.wait_style.name(),
+                                r.round_trips,
                                 t.p50,
                                 t.p99,
                                 t.p999,
@@ -274,7 +273,7 @@ impl BenchReport {
                         (None, Some(err), _) => {
                             let _ = writeln!(
                                 s,
-                                "| {} | {} | failed: {err} | | | | | |",
+                                "| {} | {} | | failed: {err} | | | | | |",
                                 r.mechanism.name(),
                                 r.wait_style.name()
                             );
@@ -282,7 +281,7 @@ impl BenchReport {
                         (None, None, Some(reason)) => {
                             let _ = writeln!(
                                 s,
-                                "| {} | {} | unavailable: {reason} | | | | | |",
+                                "| {} | {} | | unavailable: {reason} | | | | | |",
                                 r.mechanism.name(),
                                 r.wait_style.name()
                             );
