@@ -155,8 +155,10 @@ impl SideReport {
 pub(crate) struct Control {
     /// Arrivals at the start barrier (a shared futex word).
     arrived: AtomicU32,
-    /// The token of the last measured ping when the pinger stops early (`u64::MAX`: no early
-    /// stop). Written before that ping is sent, so the ponger sees it when it receives it.
+    /// The token of the last warm-up ping, and of the last measured ping. The pinger decides
+    /// (by count or by time) and writes each before sending that ping, so the ponger sees it
+    /// when it receives the ping. `u64::MAX` until decided.
+    warmup_end: CachePadded<AtomicU64>,
     stop_at: CachePadded<AtomicU64>,
     /// Measured round trips the pinger completed.
     measured: AtomicU64,
@@ -171,6 +173,7 @@ impl Default for Control {
     fn default() -> Self {
         Control {
             arrived: AtomicU32::new(0),
+            warmup_end: CachePadded::new(AtomicU64::new(u64::MAX)),
             stop_at: CachePadded::new(AtomicU64::new(u64::MAX)),
             measured: AtomicU64::new(0),
             pinger: SideReport::default(),
@@ -240,23 +243,40 @@ pub(crate) fn pinger<E: Endpoint>(
         *next = t1.saturating_add(spec.gap_ns);
         Ok(t1.saturating_sub(t0))
     };
-    for _ in 0..spec.warmup {
+    // Whether the clock says a phase has used up its time (checked between round trips, every
+    // round trip once they are slow, every 16th while they are fast).
+    let over = |i: usize, last_rtt: u64, start: u64, cap: u64| {
+        cap > 0 && (last_rtt > 10_000 || i % 16 == 15) && now_ns().saturating_sub(start) >= cap
+    };
+    // Warm-up: `spec.warmup` round trips or a quarter of the time cap, whichever ends first.
+    // The ping that ends it is announced in `warmup_end` before it is sent.
+    let warm_start = now_ns();
+    let mut last_rtt = 0;
+    for i in 0..spec.warmup {
         token += 1;
-        round_trip(token, &mut next)?;
+        let last =
+            i + 1 == spec.warmup || over(i as usize, last_rtt, warm_start, spec.max_time_ns / 4);
+        if last {
+            ctl.warmup_end.store(token, Ordering::Release);
+        }
+        last_rtt = round_trip(token, &mut next)?;
+        if last {
+            break;
+        }
     }
     let cpu0 = thread_cpu_ns()?;
     let start = now_ns();
     let mut done = 0u64;
+    let n = samples.len();
     for (i, slot) in samples.iter_mut().enumerate() {
         token += 1;
-        // Between round trips, not inside one: is this the last ping the time cap allows?
-        let last = spec.max_time_ns > 0
-            && i % 16 == 15
-            && now_ns().saturating_sub(start) >= spec.max_time_ns;
+        // The last ping (count reached or time cap used) is announced before it is sent.
+        let last = i + 1 == n || over(i, last_rtt, start, spec.max_time_ns);
         if last {
             ctl.stop_at.store(token, Ordering::Release);
         }
-        *slot = round_trip(token, &mut next)?;
+        last_rtt = round_trip(token, &mut next)?;
+        *slot = last_rtt;
         done += 1;
         if last {
             break;
@@ -267,8 +287,8 @@ pub(crate) fn pinger<E: Endpoint>(
     Ok(cpu1.saturating_sub(cpu0))
 }
 
-/// The ponger side: echoes `warmup + iterations` tokens and returns its CPU time over the
-/// measured ones.
+/// The ponger side: echoes every ping until the one the pinger announced as the last, and
+/// returns its CPU time from the end of the warm-up (also announced) to the end.
 pub(crate) fn ponger<E: Endpoint>(
     ep: &mut E,
     ctl: &Control,
@@ -280,20 +300,29 @@ pub(crate) fn ponger<E: Endpoint>(
     })?;
     ep.prepare()?;
     ctl.barrier();
-    for _ in 0..spec.warmup {
+    let mut cpu0 = if spec.warmup == 0 {
+        Some(thread_cpu_ns()?)
+    } else {
+        None
+    };
+    loop {
         let t = ep.recv()?;
         ep.send(t)?;
-    }
-    let cpu0 = thread_cpu_ns()?;
-    for j in 0..spec.iterations {
-        let t = ep.recv()?;
-        ep.send(t)?;
-        if ctl.stop_at.load(Ordering::Acquire) == spec.warmup + j + 1 {
-            break;
+        match cpu0 {
+            None => {
+                if t == ctl.warmup_end.load(Ordering::Acquire) {
+                    cpu0 = Some(thread_cpu_ns()?);
+                }
+            }
+            Some(_) => {
+                if t == ctl.stop_at.load(Ordering::Acquire) {
+                    break;
+                }
+            }
         }
     }
     let cpu1 = thread_cpu_ns()?;
-    Ok(cpu1.saturating_sub(cpu0))
+    Ok(cpu1.saturating_sub(cpu0.unwrap_or(cpu1)))
 }
 
 /// Runs one measurement in the given mode.
@@ -377,7 +406,9 @@ mod tests {
     fn a_time_cap_stops_both_sides_early_and_cleanly() {
         for mode in [Mode::Threads, Mode::Processes] {
             let (a, b) = futex::pair(mode).unwrap();
+            // Both phases would take minutes by count; the cap ends each (warm-up at a quarter).
             let s = RunSpec {
+                warmup: 10_000_000,
                 iterations: 10_000_000,
                 max_time_ns: 20_000_000,
                 ..spec(120_000)

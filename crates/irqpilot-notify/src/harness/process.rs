@@ -91,7 +91,8 @@ where
 {
     let ctl = SharedMapping::new(Control::default())
         .map_err(|e| setup_error("mmap of the control block", e))?;
-    let n = usize::try_from(spec.iterations).unwrap_or(usize::MAX);
+    // At least one measured round trip: the last one is what ends the ponger.
+    let n = usize::try_from(spec.iterations.max(1)).unwrap_or(usize::MAX);
     let mut samples =
         SharedSamples::new(n).map_err(|e| setup_error("mmap of the sample array", e))?;
 

@@ -33,7 +33,8 @@ where
         },
     })?);
     let spec = *spec;
-    let n = usize::try_from(spec.iterations).unwrap_or(usize::MAX);
+    // At least one measured round trip: the last one is what ends the ponger.
+    let n = usize::try_from(spec.iterations.max(1)).unwrap_or(usize::MAX);
     let (tx, rx) = mpsc::channel::<Msg>();
 
     let ponger_thread = {
