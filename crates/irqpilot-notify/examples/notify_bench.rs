@@ -4,7 +4,7 @@
 //! cargo run --release -p irqpilot-notify --example notify_bench -- [--format table|json|markdown]
 //!     [--iterations N] [--gap-iterations N] [--gaps 100us,1ms] [--scale F] [--processes]
 //!     [--duration SECS|none] [--mechanisms spin-raw,spin,...] [--placements same-cpu,...]
-//!     [--rounds N] [--max-spin-ns N]
+//!     [--rounds N] [--max-spin-ns N] [--save-json FILE]
 //! ```
 //!
 //! The topology reader here is a stop-gap (online list, SMT siblings, package ids, cache sharing
@@ -90,6 +90,7 @@ fn main() {
 
 fn real_main() -> Result<(), String> {
     let mut config = BenchConfig::default();
+    let mut save_json: Option<String> = None;
     let mut format = "table".to_string();
     let mut args = std::env::args().skip(1);
     let mut scale: Option<f64> = None;
@@ -101,14 +102,14 @@ fn real_main() -> Result<(), String> {
             "--scale" => scale = Some(val()?.parse().map_err(|e| format!("--scale: {e}"))?),
             "--processes" => overrides.push(("processes".into(), String::new())),
             "--iterations" | "--gap-iterations" | "--gaps" | "--mechanisms" | "--placements"
-            | "--max-spin-ns" | "--warmup" | "--duration" | "--rounds" => {
+            | "--max-spin-ns" | "--warmup" | "--duration" | "--rounds" | "--save-json" => {
                 overrides.push((a.clone(), val()?))
             }
             "-h" | "--help" => {
                 println!(
                     "notify_bench [--format table|json|markdown] [--iterations N] [--warmup N] \
                      [--gap-iterations N] [--gaps 100us,1ms|none] [--scale F] [--processes] \
-                     [--duration SECS|none] [--rounds N] \
+                     [--duration SECS|none] [--rounds N] [--save-json FILE] \
                      [--mechanisms a,b] [--placements a,b] [--max-spin-ns N]\n\nmechanisms: {}\n\
                      placements: {}",
                     Mechanism::ALL.map(|m| m.name()).join(","),
@@ -126,6 +127,7 @@ fn real_main() -> Result<(), String> {
         let num = |v: &str| v.parse::<u64>().map_err(|e| format!("{k}: {e}"));
         match k.as_str() {
             "processes" => config.mode = Mode::Processes,
+            "--save-json" => save_json = Some(v.clone()),
             "--iterations" => config.iterations = num(&v)?,
             "--warmup" => config.warmup = num(&v)?,
             "--rounds" => config.rounds = u32::try_from(num(&v)?).map_err(|e| e.to_string())?,
@@ -161,6 +163,10 @@ fn real_main() -> Result<(), String> {
             row.gap_ns
         );
     });
+    if let Some(path) = save_json {
+        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        fs::write(&path, json).map_err(|e| format!("writing {path}: {e}"))?;
+    }
     match format.as_str() {
         "json" => println!(
             "{}",

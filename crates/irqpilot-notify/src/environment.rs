@@ -9,6 +9,9 @@ use serde::Serialize;
 pub struct Environment {
     /// `model name` from `/proc/cpuinfo`.
     pub cpu_model: Option<String>,
+    /// `cpu family`, `model` and `stepping` from `/proc/cpuinfo` (a VM's model name is often
+    /// generic; the family tells the microarchitecture).
+    pub cpu_family_model: Option<String>,
     /// `/proc/sys/kernel/osrelease`.
     pub kernel: Option<String>,
     /// The CPU reports the `hypervisor` flag: a virtual machine, whose IPI and wake-up costs
@@ -97,6 +100,23 @@ pub fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
         .map(|(_, v)| v.trim().to_string())
 }
 
+/// `family F model M stepping S` of the first CPU in `/proc/cpuinfo` text.
+pub fn parse_family_model(cpuinfo: &str) -> Option<String> {
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .find(|(k, _)| k.trim() == name)
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let family = field("cpu family")?;
+    let model = field("model")?;
+    Some(match field("stepping") {
+        Some(s) => format!("family {family} model {model} stepping {s}"),
+        None => format!("family {family} model {model}"),
+    })
+}
+
 /// Whether the first `flags` line of `/proc/cpuinfo` text has `hypervisor`.
 pub fn parse_hypervisor(cpuinfo: &str) -> bool {
     cpuinfo
@@ -119,6 +139,7 @@ impl Environment {
         let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
         Environment {
             cpu_model: parse_cpu_model(&cpuinfo),
+            cpu_family_model: parse_family_model(&cpuinfo),
             kernel: read_trimmed("/proc/sys/kernel/osrelease"),
             virtual_machine: parse_hypervisor(&cpuinfo),
             mitigations: parse_mitigations(&cmdline),
@@ -158,5 +179,11 @@ mod tests {
         assert!(parse_hypervisor(c));
         assert!(!parse_hypervisor("flags : fpu avx\n"));
         assert_eq!(parse_cpu_model(""), None);
+        let c = "cpu family\t: 26\nmodel\t\t: 2\nmodel name\t: AMD EPYC\nstepping\t: 1\n";
+        assert_eq!(
+            parse_family_model(c).as_deref(),
+            Some("family 26 model 2 stepping 1")
+        );
+        assert_eq!(parse_family_model("model name : x\n"), None);
     }
 }

@@ -22,8 +22,18 @@ pub struct UintrSupport {
     pub cpu: bool,
     /// `/proc/cpuinfo` lists the `uintr` flag (a kernel that knows and enabled the feature).
     pub kernel_flag: bool,
-    /// What syscall 471 answered: `Err(errno)` or `Ok(return value)`.
+    /// What syscall 471 answered: `Err(errno)` or `Ok(return value)` (JSON: `"ENOSYS"`,
+    /// `"errno N"` or `"returned N"`).
+    #[serde(serialize_with = "ser_syscall")]
     pub syscall_471: Result<i64, i32>,
+}
+
+fn ser_syscall<S: serde::Serializer>(r: &Result<i64, i32>, s: S) -> Result<S::Ok, S::Error> {
+    match r {
+        Err(e) if *e == libc::ENOSYS => s.serialize_str("ENOSYS"),
+        Err(e) => s.serialize_str(&format!("errno {e}")),
+        Ok(v) => s.serialize_str(&format!("returned {v}")),
+    }
 }
 
 impl UintrSupport {

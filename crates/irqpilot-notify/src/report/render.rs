@@ -22,8 +22,9 @@ impl BenchReport {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "CPU: {} | kernel {} | {} | mode: {}",
+            "CPU: {} ({}) | kernel {} | {} | mode: {}",
             e.cpu_model.as_deref().unwrap_or("unknown"),
+            e.cpu_family_model.as_deref().unwrap_or("family unknown"),
             e.kernel.as_deref().unwrap_or("unknown"),
             if e.virtual_machine {
                 "virtual machine"
@@ -219,7 +220,7 @@ impl BenchReport {
     /// The same content as [`render_table`](Self::render_table) as Markdown tables (for
     /// `docs/benchmarks.md`).
     pub fn render_markdown(&self) -> String {
-        let mut s = String::new();
+        let mut s = format!("```text\n{}```\n", self.header());
         for p in &self.placements {
             for gap in self.gaps() {
                 let rows: Vec<&ResultRow> = self
