@@ -139,7 +139,11 @@ fn real_main() -> Result<(), String> {
                 config.time_budget = Some(std::time::Duration::from_secs_f64(secs.max(0.001)));
             }
             "--gaps" => {
-                config.gaps = v.split(',').map(parse_gap).collect::<Result<_, _>>()?;
+                config.gaps = v
+                    .split(',')
+                    .map(parse_gap)
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| e.to_string())?;
             }
             "--mechanisms" => config.mechanisms = list(&v)?,
             "--placements" => config.placements = list(&v)?,

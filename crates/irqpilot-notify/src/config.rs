@@ -131,8 +131,13 @@ impl BenchConfig {
     }
 }
 
+/// A gap that [`parse_gap`] cannot read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadGap(pub String);
+
 /// Parses a gap such as `100us`, `1ms`, `2.5ms`, `0` or `500ns` (a bare number is us).
-pub fn parse_gap(s: &str) -> Result<Duration, String> {
+pub fn parse_gap(s: &str) -> Result<Duration, BadGap> {
     let s = s.trim();
     let (num, unit_ns) = if let Some(n) = s.strip_suffix("ns") {
         (n, 1.0)
@@ -148,9 +153,9 @@ pub fn parse_gap(s: &str) -> Result<Duration, String> {
     let v: f64 = num
         .trim()
         .parse()
-        .map_err(|_| format!("bad gap {s:?} (e.g. 100us, 1ms)"))?;
+        .map_err(|_| BadGap(format!("bad gap {s:?} (e.g. 100us, 1ms)")))?;
     if !v.is_finite() || v < 0.0 || v * unit_ns > 60e9 {
-        return Err(format!("gap {s:?} out of range (0 .. 60 s)"));
+        return Err(BadGap(format!("gap {s:?} out of range (0 .. 60 s)")));
     }
     Ok(Duration::from_nanos((v * unit_ns).round() as u64))
 }

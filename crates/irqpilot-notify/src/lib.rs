@@ -45,7 +45,7 @@ pub mod report;
 pub mod shm;
 
 pub use bench::{machine_unavailability, measure_one, run, run_with_progress};
-pub use config::{BenchConfig, parse_gap};
+pub use config::{BadGap, BenchConfig, parse_gap};
 pub use duplex::{Duplex, duplex};
 pub use environment::Environment;
 pub use error::{NotifyError, Op, RunError, WireError};
