@@ -21,19 +21,23 @@
 pub mod config;
 mod cq;
 pub mod engine;
+mod gsim;
 mod metrics;
 mod model;
 mod platform;
 pub mod report;
 pub mod rng;
+mod runner;
 pub mod scenarios;
 mod sim;
 mod sim_platform;
+pub mod tables;
 pub mod time;
 mod workload;
 
 pub use config::{ConfigError, Scenario};
 pub use metrics::{MAX_SERIES_POINTS, SeriesPoint};
 pub use report::Report;
+pub use runner::run_scenario;
 pub use sim::Sim;
 pub use sim_platform::SimPlatform;

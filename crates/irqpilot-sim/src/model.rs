@@ -20,6 +20,7 @@ pub(crate) struct Ns {
     pub nvme_cqe: u64,
     pub nvme_io_app: u64,
     pub napi_weight: u64,
+    pub mask_unmask: u64,
     pub migration: u64,
     pub remote: u64,
 }
@@ -37,6 +38,7 @@ impl Ns {
             nvme_cqe: us_to_ns(c.nvme_cqe_us),
             nvme_io_app: us_to_ns(c.nvme_io_app_us),
             napi_weight: c.napi_weight.max(1) as u64,
+            mask_unmask: us_to_ns(c.mask_unmask_us),
             migration: us_to_ns(c.migration_penalty_us),
             remote: us_to_ns(c.remote_node_penalty_us),
         }
@@ -65,6 +67,8 @@ pub(crate) enum Ev {
     SoftDone { cpu: u32 },
     /// The application job on `cpu` may have finished.
     AppDone { cpu: u32 },
+    /// The GSIM holdoff timer of `cpu` expires.
+    GsimTimer { cpu: u32 },
     /// Time-series sample.
     Sample,
     /// End of warm-up: metrics start counting.
@@ -178,6 +182,10 @@ pub(crate) struct Source {
     pub migrated: bool,
     /// Requested affinity (`smp_affinity_list`); the effective CPU is `cpu`.
     pub requested: irqpilot_core::CpuSet,
+    /// Kernel software moderation applies to this vector (`/proc/irq/N/soft_moderation`).
+    pub gsim_on: bool,
+    /// Masked by GSIM until its CPU's holdoff timer expires (the device latches meanwhile).
+    pub gsim_masked: bool,
 }
 
 /// A NIC.
@@ -192,9 +200,9 @@ pub(crate) struct Nic {
     pub vm_exit_ns: u64,
     pub wire_tx_free: SimTime,
     pub dropped: u64,
-    /// (end of link backlog in ns, queue) for queues with data in flight; lazily pruned.
+    /// (landing end in ns, queue) of every train still landing.
     pub active: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
-    /// Queues whose link backlog has not drained.
+    /// Trains still landing on this NIC.
     pub busy_queues: u32,
 }
 
@@ -208,6 +216,8 @@ pub(crate) struct NicQueue {
     pub tx: Cq,
     /// When this queue's share of the link has delivered everything sent to it so far.
     pub link_free: SimTime,
+    /// Trains for this queue still landing.
+    pub trains: u32,
     pub napi_scheduled: bool,
     pub rx_pkts: u64,
     pub rx_bytes: u64,
@@ -247,6 +257,8 @@ pub(crate) struct Flow {
     pub inflight: u64,
     /// Earliest time the sender's pacing allows the next chunk.
     pub next_send: SimTime,
+    /// Bytes the receiver consumed so far (fairness between flows).
+    pub delivered: u64,
 }
 
 /// A bulk workload's parameters, resolved once.
@@ -275,6 +287,8 @@ pub(crate) struct WlState {
     pub flows: Vec<Flow>,
     /// Send time (ns) of each client's or request id's outstanding request.
     pub sent: Vec<u64>,
+    /// Requests completed per RPC client (fairness between clients).
+    pub done: Vec<u64>,
 }
 
 /// Scenario-derived handle so `sim.rs` can look up workload parameters quickly.

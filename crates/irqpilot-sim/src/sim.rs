@@ -51,6 +51,11 @@ pub struct Sim {
     pub(crate) default_affinity: CpuSet,
     /// IRQ moves applied (affinity changes that changed the effective CPU).
     pub(crate) migrations: u64,
+    /// The kernel's software moderation (GSIM).
+    pub(crate) gsim: crate::gsim::Gsim,
+    /// Scratch buffers reused on hot paths.
+    scratch_served: Vec<(u32, u64)>,
+    scratch_lat: Vec<(u64, u32)>,
 }
 
 fn cpus_of(list: &Option<String>, topo: &Topology) -> Result<Vec<u32>, String> {
@@ -111,6 +116,8 @@ impl Sim {
                     irqs: 0,
                     migrated: false,
                     requested: topo.online.clone(),
+                    gsim_on: sc.gsim.enabled,
+                    gsim_masked: false,
                 });
                 nq.push(NicQueue {
                     nic: ni as u32,
@@ -119,6 +126,7 @@ impl Sim {
                     rx: Cq::new(n.ring_size),
                     tx: Cq::new(n.ring_size.max(4096)),
                     link_free: SimTime::ZERO,
+                    trains: 0,
                     napi_scheduled: false,
                     rx_pkts: 0,
                     rx_bytes: 0,
@@ -201,6 +209,8 @@ impl Sim {
                         irqs: 0,
                         migrated: false,
                         requested: topo.online.clone(),
+                        gsim_on: sc.gsim.enabled,
+                        gsim_masked: false,
                     });
                     vq.push(NvmeQueue {
                         drive: di,
@@ -219,6 +229,7 @@ impl Sim {
                 next_id: 0,
                 flows: Vec::new(),
                 sent: Vec::new(),
+                done: Vec::new(),
             })
             .collect();
         let end = SimTime(sc.duration_ms * MS);
@@ -243,6 +254,9 @@ impl Sim {
             end,
             default_affinity: topo_online_placeholder(),
             migrations: 0,
+            gsim: crate::gsim::Gsim::new(sc.gsim.clone(), ncpu),
+            scratch_served: Vec::new(),
+            scratch_lat: Vec::new(),
             sc,
         };
         sim.default_affinity = sim.topo.online.clone();
@@ -309,6 +323,7 @@ impl Sim {
             Ev::HardDone { src } => self.on_hard_done(src),
             Ev::SoftDone { cpu } => self.on_soft_done(cpu),
             Ev::AppDone { cpu } => self.on_app_done(cpu),
+            Ev::GsimTimer { cpu } => self.on_gsim_timer(cpu),
             Ev::Sample => self.on_sample(),
             Ev::WarmupEnd => self.warmup_end(),
         }
@@ -336,8 +351,8 @@ impl Sim {
     /// (Re)computes when an armed vector fires, after anything that can change it.
     pub(crate) fn schedule_fire(&mut self, s: u32) {
         let src = &self.srcs[s as usize];
-        if !src.armed {
-            return;
+        if !src.armed || src.gsim_masked {
+            return; // a masked vector latches; unmasking reschedules it
         }
         let (arm, m, mt, last) = (src.arm_time, src.moder, src.moder_tx, src.last_irq);
         let t = match src.dev {
@@ -378,7 +393,7 @@ impl Sim {
             self.events.push(t, Ev::Fire { src: s });
             return;
         }
-        if !src.armed {
+        if !src.armed || src.gsim_masked {
             return;
         }
         src.armed = false;
@@ -454,6 +469,7 @@ impl Sim {
     }
 
     fn on_hard_done(&mut self, s: u32) {
+        self.after_handler(s);
         let src = &mut self.srcs[s as usize];
         let cpu = src.hard_cpu;
         self.cpus[cpu as usize].hard_ns += src.hard_cost;
@@ -483,13 +499,15 @@ impl Sim {
                 let n = src.reap;
                 src.reap = 0;
                 let now = self.now;
-                let mut lat = Vec::new();
+                let mut lat = std::mem::take(&mut self.scratch_lat);
                 self.vq[q as usize]
                     .cq
                     .consume(n, |b, taken| lat.push((now.since(SimTime(b.aux)), taken)));
-                for (ns, taken) in lat {
+                for &(ns, taken) in &lat {
                     self.m.record_latency(ns, taken as u64);
                 }
+                lat.clear();
+                self.scratch_lat = lat;
                 self.vq[q as usize].completed += n;
                 self.m.c.ios += n;
                 if n > 0 {
@@ -498,6 +516,56 @@ impl Sim {
                 self.rearm(s);
             }
         }
+    }
+
+    /// GSIM's hook after the handler of an enabled vector (see `gsim.rs`).
+    fn after_handler(&mut self, s: u32) {
+        let src = &self.srcs[s as usize];
+        if !src.gsim_on || !self.gsim.cfg.enabled || self.gsim.cfg.delay_us == 0 {
+            return;
+        }
+        let cpu = src.hard_cpu as usize;
+        let now = self.now;
+        if self.gsim.count(cpu) {
+            let hard = self.cpus[cpu].hard_ns;
+            self.gsim.maybe_new_epoch(cpu, now, hard);
+        }
+        let (mask, start) = self.gsim.after_handler(cpu, now);
+        if let Some(at) = start {
+            self.events.push(at, Ev::GsimTimer { cpu: cpu as u32 });
+        }
+        if mask && !self.srcs[s as usize].gsim_masked {
+            self.srcs[s as usize].gsim_masked = true;
+            self.gsim.cpus[cpu].masked.push(s);
+            // MSI-X mask and unmask with PCIe read-back, paid in hardirq context.
+            let cost = self.k.mask_unmask;
+            self.charge_hardirq(cpu, cost);
+        }
+    }
+
+    fn on_gsim_timer(&mut self, cpu: u32) {
+        let c = &mut self.gsim.cpus[cpu as usize];
+        if c.timer_at != Some(self.now) {
+            return;
+        }
+        c.timer_at = None;
+        c.sleep_ns = 0;
+        let masked = std::mem::take(&mut c.masked);
+        for s in masked {
+            self.srcs[s as usize].gsim_masked = false;
+            // Latched interrupts are delivered now (replay); others wait for their device.
+            self.schedule_fire(s);
+        }
+    }
+
+    /// Hardirq-context work of `ns` on `cpu` outside a handler (mask/unmask, timer callbacks).
+    fn charge_hardirq(&mut self, cpu: usize, ns: u64) {
+        let now = self.now;
+        let c = &mut self.cpus[cpu];
+        let start = now.max(c.hard_until);
+        c.hard_until = start.after(ns);
+        c.hard_ns += ns;
+        self.steal(cpu, start, ns, 0);
     }
 
     // ----- softirq (NAPI) ----------------------------------------------------------------
@@ -545,7 +613,8 @@ impl Sim {
         };
         let counting = self.m.counting();
         let nqi = q as usize;
-        let mut served: Vec<(u32, u64)> = Vec::new();
+        // Reused between polls: no allocation on the hot path.
+        let mut served = std::mem::take(&mut self.scratch_served);
         let (mut rx_bytes, mut tx_bytes) = (0u64, 0u64);
         {
             let nq = &mut self.nq[nqi];
@@ -583,7 +652,7 @@ impl Sim {
             counts.tx_packets += tx;
         }
         let mut acks = 0u32;
-        for (tag, sent) in served {
+        for &(tag, sent) in &served {
             let wl = (tag >> 24) as u16;
             let id = tag & 0x00ff_ffff;
             match self.sc.workload.get(wl as usize) {
@@ -602,6 +671,8 @@ impl Sim {
                 ),
             }
         }
+        served.clear();
+        self.scratch_served = served;
         if acks > 0 {
             // The stack acknowledges what it consumed; the ACKs' transmit completions come back
             // on this queue's vector about a microsecond later.
@@ -753,6 +824,19 @@ impl Sim {
             .map(|c| (c.hard_ns, c.soft_ns, c.app_ns, c.interrupts))
             .collect();
         self.m.last_sample = (self.now, self.m.c.clone());
+    }
+
+    /// Work done so far by each unit of equal demand: every bulk flow (bytes delivered), every
+    /// RPC client (requests completed), every NVMe queue (I/Os completed; fio gives each queue
+    /// the same depth).
+    pub(crate) fn queue_work(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = Vec::new();
+        for w in &self.wls {
+            v.extend(w.flows.iter().map(|f| f.delivered));
+            v.extend(w.done.iter().copied());
+        }
+        v.extend(self.vq.iter().map(|q| q.completed));
+        v
     }
 
     fn on_sample(&mut self) {
