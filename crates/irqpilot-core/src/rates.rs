@@ -169,8 +169,7 @@ impl Rates {
                     .collect()
             })
         };
-        let mut spare: Vec<RowRate> = std::mem::take(&mut self.rows);
-        spare.reverse();
+        // Row entries are refilled in place (their vectors reused) and cut to length after.
         self.per_cpu.clear();
         self.per_cpu.extend(ct.cpus.iter().map(|&cpu| CpuRate {
             cpu,
@@ -184,13 +183,16 @@ impl Rates {
                 None => Some(i),
                 Some(map) => map.get(&row.label).copied(),
             };
-            let mut rr = spare.pop().unwrap_or_else(|| RowRate {
-                label: row.label.clone(),
-                per_cpu_per_sec: Vec::new(),
-                total_per_sec: 0.0,
-                status: RowStatus::New,
-                wraps: 0,
-            });
+            if i == self.rows.len() {
+                self.rows.push(RowRate {
+                    label: row.label.clone(),
+                    per_cpu_per_sec: Vec::new(),
+                    total_per_sec: 0.0,
+                    status: RowStatus::New,
+                    wraps: 0,
+                });
+            }
+            let rr = &mut self.rows[i];
             assign_label(&mut rr.label, &row.label);
             rr.per_cpu_per_sec.clear();
             rr.total_per_sec = 0.0;
@@ -247,8 +249,8 @@ impl Rates {
                     }
                 }
             }
-            self.rows.push(rr);
         }
+        self.rows.truncate(ct.rows().len());
         self.vanished.clear();
         let cur_labels: Option<std::collections::HashSet<&RowLabel>> = prow_index
             .as_ref()

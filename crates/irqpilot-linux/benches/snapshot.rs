@@ -1,0 +1,2 @@
+//! Snapshot benchmarks (written below).
+fn main() {}
