@@ -11,7 +11,7 @@
 //! | 0000:17:00.0 | ice `ens2f0` | 0 | misc + 64 `ice-ens2f0-TxRx-N`: requested node 0, hint CPU N, effective on the SMT siblings 128-191 (the vector allocator's least-loaded CPUs) |
 //! | 0000:3b:00.0 | mlx5 `ens1f0np0` | 0 | `mlx5_async` + 64 `mlx5_compN@pci:...` pinned to CPU N (hint = affinity) |
 //! | 0000:5e-61:00.0 | NVMe `nvme0`-`nvme3` | 0 | admin `nvmeKq0` + 64 kernel-managed I/O queues |
-//! | 0000:86:00.0 | ice `ens5f0` | 1 | pinned to CPU N on node 0 by a vendor script ("all" mode): remote NUMA; queue 63's move is pending |
+//! | 0000:86:00.0 | ice `ens5f0` | 1 | pinned to CPU N on node 0 by a vendor script ("all" mode): remote NUMA; queue 63's move is pending (still on CPU 64) |
 //! | 0000:af-b2:00.0 | NVMe `nvme4`-`nvme7` | 1 | as above |
 //! | 0000:d8:00.0 | mlx5 `ens6f0np0` | 1 | pinned to CPU 64+N: completions 56-63 land on the isolated CPUs 120-127 |
 //!
@@ -106,9 +106,10 @@ impl Builder {
         irq.effective = Some(CpuSet::single(CpuId(0)));
         irq.node = Some(NodeId(0));
         irq.managed = Some(false);
+        // x86 timers run on the local APIC: IO-APIC and DMAR lines fire a handful of times.
         self.specs.push(Spec {
             irq,
-            rate: (0, 2),
+            rate: (0, 0),
             softirq: None,
         });
     }
@@ -241,9 +242,10 @@ impl Builder {
             let hint = CpuSet::single(self.local_spread(node, i));
             let (requested, effective) = if pinned_to_cpu_n {
                 let cpu = CpuSet::single(CpuId(i as u32));
-                // Queue 63's move to CPU 63 is still pending: delivered where it was.
+                // Queue 63's move to CPU 63 is still pending: delivered where it was, on the
+                // device's node.
                 let eff = if i == 63 {
-                    CpuSet::single(self.local_spread(node, i))
+                    CpuSet::single(self.local_spread(node, 0))
                 } else {
                     cpu.clone()
                 };
