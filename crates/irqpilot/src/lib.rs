@@ -46,6 +46,24 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
     }
 }
 
+/// An error and its causes on one line, `a: b: c`, leaving out a cause whose text the message
+/// already ends with (errors that print their source, such as `path: os error`, would
+/// otherwise say it twice).
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.ends_with(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
 /// Whether the error is a closed output pipe (`irqpilot snapshot | head`): not a failure.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {

@@ -11,7 +11,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) if irqpilot::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("irqpilot: {e:#}");
+            eprintln!("irqpilot: {}", irqpilot::error_text(&e));
             ExitCode::FAILURE
         }
     }
