@@ -209,7 +209,42 @@ impl Rates {
                 Some(prow) => {
                     let pc = pt.counts(prow);
                     let mut reset = false;
-                    if per_cpu {
+                    if per_cpu && prev_col.is_none() && pc.len() == cc.len() {
+                        // Same columns (the usual case): compare cell by cell in one pass.
+                        // Rows that did not move at all (most IRQs within 100 ms) are zeros.
+                        if pc == cc {
+                            rr.per_cpu_per_sec.resize(cc.len(), 0.0);
+                        } else {
+                            // Differences (and their integer sum) in one simple pass, then the
+                            // division. A counter that went down is rare and redone cell by cell.
+                            let mut down = false;
+                            let mut sum = 0u64;
+                            rr.per_cpu_per_sec.extend(pc.iter().zip(cc).map(|(&p, &c)| {
+                                down |= c < p;
+                                let d = c.wrapping_sub(p);
+                                sum = sum.wrapping_add(d);
+                                d as f64
+                            }));
+                            if down {
+                                rr.per_cpu_per_sec.clear();
+                                let mut total = 0.0;
+                                for (&p, &c) in pc.iter().zip(cc) {
+                                    let (d, wrapped, was_reset) = delta(p, c, secs);
+                                    rr.wraps += wrapped as u32;
+                                    reset |= was_reset;
+                                    rr.per_cpu_per_sec.push(d / secs);
+                                    total += d / secs;
+                                }
+                                rr.total_per_sec = total;
+                            } else {
+                                // Only moved cells need the (slow) division; most are zero.
+                                for v in rr.per_cpu_per_sec.iter_mut().filter(|v| **v != 0.0) {
+                                    *v /= secs;
+                                }
+                                rr.total_per_sec = sum as f64 / secs;
+                            }
+                        }
+                    } else if per_cpu {
                         for (j, &c) in cc.iter().enumerate() {
                             let v = match col(j).and_then(|pj| pc.get(pj)) {
                                 Some(&p) => {
@@ -239,9 +274,14 @@ impl Rates {
                     };
                 }
             }
-            if per_cpu {
+            // Rates are never negative: a row with a zero total adds nothing.
+            if per_cpu && rr.total_per_sec > 0.0 {
                 let numbered = row.label.irq().is_some();
-                for (slot, v) in self.per_cpu.iter_mut().zip(&rr.per_cpu_per_sec) {
+                for (slot, &v) in self.per_cpu.iter_mut().zip(&rr.per_cpu_per_sec) {
+                    // Most cells of a busy row are still zero (one CPU takes an IRQ).
+                    if v == 0.0 {
+                        continue;
+                    }
                     if numbered {
                         slot.irq_per_sec += v;
                     } else {

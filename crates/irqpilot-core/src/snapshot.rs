@@ -168,6 +168,7 @@ impl InterruptTable {
     }
 
     /// Appends one count to the last row.
+    #[inline]
     pub fn push_count(&mut self, value: u64) {
         self.counts.push(value);
         if let Some(row) = self.rows.last_mut() {

@@ -205,6 +205,17 @@ impl Parser<'_> {
             if irq.is_some() && k == ncpu {
                 break;
             }
+            if k > 0 {
+                if let Some(v) = one_digit_field(b, i) {
+                    // The kernel's ` %10u` of a one-digit count (most cells of a big machine
+                    // are `0`): same result as the general scan below, a third of the work.
+                    table.push_count(v);
+                    k += 1;
+                    i += 1 + FIELD;
+                    tail_start = i;
+                    continue;
+                }
+            }
             let mut j = skip_spaces(b, i);
             let at_eol = j >= len || b[j] == b'\n';
             if at_eol || !b[j].is_ascii_digit() {
@@ -287,6 +298,21 @@ fn word_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(chunk))
 }
 
+/// The value of a one-digit count printed as ` %10u` at `i` (ten spaces, the digit, then a
+/// space, a newline or the end of the text); `None` for anything else.
+#[inline(always)]
+fn one_digit_field(b: &[u8], i: usize) -> Option<u64> {
+    let w = word_at(b, i)?;
+    let rest = b.get(i + 8..i + 1 + FIELD)?;
+    if w != SPACES8 || rest[0] != b' ' || rest[1] != b' ' || !rest[2].is_ascii_digit() {
+        return None;
+    }
+    match b.get(i + 1 + FIELD) {
+        None | Some(b' ' | b'\n') => Some(u64::from(rest[2] - b'0')),
+        Some(_) => None,
+    }
+}
+
 /// The offset of the first byte at or after `j` that is not a space or tab. Count fields are
 /// mostly padding, so spaces are skipped eight at a time.
 #[inline(always)]
@@ -331,6 +357,11 @@ fn scan_digits(b: &[u8], ds: usize) -> Option<(u64, usize)> {
             } else {
                 (not_digit.trailing_zeros() / 8) as usize
             };
+            if n == 1 {
+                // Most per-CPU counts of a big machine are one digit (`0`): skip the
+                // multiplications, whose latency dominates the scan otherwise.
+                return Some((x & 0x0F, ds + 1));
+            }
             // Keep the n digits' values, shifted so that missing digits are leading zeros.
             // (The caller saw a digit at `ds`, so n >= 1 and the shift is below 64.)
             let d = (x & LOW_NIBBLES)
@@ -341,6 +372,10 @@ fn scan_digits(b: &[u8], ds: usize) -> Option<(u64, usize)> {
             let d = d.wrapping_mul((10 << 8) + 1) >> 8;
             let d = (d & 0x00FF_00FF_00FF_00FF).wrapping_mul((100 << 16) + 1) >> 16;
             let d = (d & 0x0000_FFFF_0000_FFFF).wrapping_mul((10_000 << 32) + 1) >> 32;
+            if n < 8 {
+                // The byte after the digits is not a digit: the number is complete.
+                return Some((d, ds + n));
+            }
             (d, ds + n)
         }
         None => (0, ds),
@@ -406,4 +441,47 @@ pub(crate) fn parse_u32(s: &str) -> Option<u32> {
         return None;
     }
     s.parse().ok()
+}
+
+#[cfg(test)]
+mod fast_path_tests {
+    use super::*;
+
+    #[test]
+    fn one_digit_fields() {
+        let f = |s: &str, i| one_digit_field(s.as_bytes(), i);
+        assert_eq!(f("          0 ", 0), Some(0));
+        assert_eq!(f("          7\n", 0), Some(7));
+        assert_eq!(f("          7", 0), Some(7), "end of text");
+        assert_eq!(f("         17 ", 0), None, "two digits: the general scan");
+        assert_eq!(
+            f("          7x", 0),
+            None,
+            "not a count: the general scan reports it"
+        );
+        assert_eq!(f("         \t7 ", 0), None, "tabs: the general scan");
+        assert_eq!(f("          x ", 0), None);
+        assert_eq!(f("      0", 0), None, "too short");
+    }
+
+    #[test]
+    fn fast_and_general_paths_agree() {
+        // The same counts with fields the fast path takes and fields it leaves.
+        let head = "           CPU0       CPU1       CPU2\n";
+        let a = format!("{head} 24:          5          0          9   IO-APIC   5-edge  a\n");
+        let b = format!("{head} 24:          5\t0         \t9   IO-APIC   5-edge  a\n");
+        let (ta, tb) = (parse_interrupts(&a).unwrap(), parse_interrupts(&b).unwrap());
+        assert_eq!(ta.counts(&ta.rows()[0]), [5, 0, 9]);
+        assert_eq!(tb.counts(&tb.rows()[0]), [5, 0, 9]);
+        assert_eq!(ta.rows()[0].tail, tb.rows()[0].tail);
+        let bad = format!("{head} 24:          5          0          9x  IO-APIC\n");
+        assert!(parse_interrupts(&bad).unwrap_err().message.contains("9x"));
+        let short = format!("{head} 24:          5          0\n");
+        assert!(
+            parse_interrupts(&short)
+                .unwrap_err()
+                .message
+                .contains("2 of 3")
+        );
+    }
 }
