@@ -193,11 +193,16 @@ impl Watcher {
         self.loads.resize(t.cpus.len(), 0.0);
         for row in &self.rates.rows {
             let Some(n) = row.label.irq() else { continue };
-            if any_device && !self.info.get(&n).is_some_and(|i| i.device) {
+            // Quiet rows (most of them, interval to interval) add nothing.
+            if row.total_per_sec <= 0.0
+                || (any_device && !self.info.get(&n).is_some_and(|i| i.device))
+            {
                 continue;
             }
             for (slot, v) in self.loads.iter_mut().zip(&row.per_cpu_per_sec) {
-                *slot += v;
+                if *v != 0.0 {
+                    *slot += v;
+                }
             }
         }
         self.hk_loads.clear();
@@ -230,14 +235,23 @@ impl Watcher {
         }
         self.order.sort_unstable_by(by_rate);
 
+        // Only the table lists CPUs by load; JSON prints every CPU in column order.
+        if self.format != Format::Table {
+            return;
+        }
         let cpus = &self.rates.per_cpu;
         self.cpu_order.clear();
-        self.cpu_order.extend(0..cpus.len());
+        self.cpu_order
+            .extend((0..cpus.len()).filter(|&j| cpus[j].irq_per_sec + cpus[j].arch_per_sec > 0.0));
         let by_load = |a: &usize, b: &usize| {
             let la = cpus[*a].irq_per_sec + cpus[*a].arch_per_sec;
             let lb = cpus[*b].irq_per_sec + cpus[*b].arch_per_sec;
             lb.total_cmp(&la).then(a.cmp(b))
         };
+        if self.top > 0 && self.cpu_order.len() > self.top {
+            self.cpu_order.select_nth_unstable_by(self.top - 1, by_load);
+            self.cpu_order.truncate(self.top);
+        }
         self.cpu_order.sort_unstable_by(by_load);
     }
 
@@ -355,12 +369,8 @@ impl Watcher {
             out.push('\n');
         }
         out.push_str("  CPU       IRQ/S   ARCH/S  HARDIRQ  SOFTIRQ\n");
-        let shown = if self.top == 0 { usize::MAX } else { self.top };
-        for &j in self.cpu_order.iter().take(shown) {
+        for &j in &self.cpu_order {
             let c = &r.per_cpu[j];
-            if c.irq_per_sec + c.arch_per_sec <= 0.0 {
-                break;
-            }
             let _ = write!(out, "  {:<6}", c.cpu.0);
             for v in [c.irq_per_sec, c.arch_per_sec] {
                 let start = out.len();
