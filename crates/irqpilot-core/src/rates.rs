@@ -265,7 +265,9 @@ impl Rates {
                         reset |= was_reset;
                         rr.total_per_sec = d / secs;
                     }
-                    rr.status = if prow.desc() != row.desc() && row.label.irq().is_some() {
+                    // Equal tails are the common case and need no trimming to compare.
+                    let replaced = prow.tail != row.tail && prow.desc() != row.desc();
+                    rr.status = if replaced && row.label.irq().is_some() {
                         RowStatus::Replaced
                     } else if reset {
                         RowStatus::Reset

@@ -176,6 +176,15 @@ impl InterruptTable {
         }
     }
 
+    /// Appends several counts to the last row (a parser's run of idle CPUs).
+    #[inline]
+    pub fn push_counts(&mut self, values: &[u64]) {
+        self.counts.extend_from_slice(values);
+        if let Some(row) = self.rows.last_mut() {
+            row.counts.end = self.counts.len() as u32;
+        }
+    }
+
     /// Sets the last row's tail.
     pub fn set_last_tail(&mut self, tail: &str) {
         if let Some(row) = self.rows.last_mut() {

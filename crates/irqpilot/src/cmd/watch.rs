@@ -55,10 +55,11 @@ pub fn run(args: &WatchArgs, settings: &Settings) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What the watcher knows about a numbered row, refreshed only when its description changes.
+/// What the watcher knows about a numbered row, refreshed only when its text after the counts
+/// (chip, hwirq, actions) changes.
 #[derive(Debug)]
 struct RowInfo {
-    desc: String,
+    tail: String,
     name: String,
     device: bool,
 }
@@ -153,7 +154,8 @@ impl Watcher {
         });
         for row in t.rows() {
             let Some(n) = row.label.irq() else { continue };
-            if self.info.get(&n).is_some_and(|i| i.desc == row.desc()) {
+            // The raw tail is compared: no trimming for the unchanged rows.
+            if self.info.get(&n).is_some_and(|i| i.tail == row.tail) {
                 continue;
             }
             // A new IRQ, or its number reused by another device: read its description again.
@@ -166,7 +168,7 @@ impl Watcher {
             self.info.insert(
                 n,
                 RowInfo {
-                    desc: row.desc().to_string(),
+                    tail: row.tail.clone(),
                     name: d.actions.join(", "),
                     device,
                 },
