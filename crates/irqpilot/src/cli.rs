@@ -54,6 +54,9 @@ pub enum Command {
     Watch(WatchArgs),
     /// Copy every file irqpilot reads into a fixture tree with a MANIFEST.
     Capture(CaptureArgs),
+    /// Write synthetic machines as fixture trees (for tests and benchmarks).
+    #[command(subcommand)]
+    Fixture(FixtureCommand),
 }
 
 /// `irqpilot status`.
@@ -72,13 +75,13 @@ pub struct SnapshotArgs {}
 /// `irqpilot watch`.
 #[derive(Debug, Args)]
 pub struct WatchArgs {
-    /// Time between samples.
+    /// Time between samples (1s like irqtop; 100ms shows an IRQ rotating between CPUs).
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,
     /// Stop after this many intervals (default: run until interrupted).
     #[arg(long)]
     pub count: Option<u64>,
-    /// IRQ rows shown per interval in table mode (busiest first).
+    /// IRQ rows (and, in table mode, CPUs) shown per interval, busiest first; 0 for all.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
 }
@@ -86,14 +89,49 @@ pub struct WatchArgs {
 /// `irqpilot capture`.
 #[derive(Debug, Args)]
 pub struct CaptureArgs {
-    /// Directory to create the fixture tree in.
+    /// Directory to create the fixture tree in (must not exist, or be empty).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// What the machine is, for MANIFEST.toml (e.g. "2-socket Xeon, 4 x ice").
+    #[arg(long, default_value = "")]
+    pub description: String,
+}
+
+/// `irqpilot fixture ...`.
+#[derive(Debug, Subcommand)]
+pub enum FixtureCommand {
+    /// Write a generated machine as a complete fixture tree.
+    Generate(GenerateArgs),
+}
+
+/// Machines `irqpilot fixture generate` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Preset {
+    /// 2 NUMA nodes, 2 packages, 64 cores x 2 threads (256 CPUs), 4 NICs x 64 queues, 8 NVMe
+    /// x 64 queues, CPUs 120-127 and 248-255 isolated.
+    LargeServer,
+}
+
+/// `irqpilot fixture generate`.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Which machine.
+    #[arg(long, value_enum, default_value_t = Preset::LargeServer)]
+    pub preset: Preset,
+    /// Directory to write the tree in (must not exist, or be empty).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Seed of the counts (the same seed writes the same bytes).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 /// Parses `100ms`, `1s`, `2.5s`, `250us`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    if let Some(secs) = s.strip_suffix('s').filter(|v| v.contains('.') && !v.ends_with(['m', 'u', 'n'])) {
+    if let Some(secs) = s
+        .strip_suffix('s')
+        .filter(|v| v.contains('.') && !v.ends_with(['m', 'u', 'n']))
+    {
         return secs
             .parse::<f64>()
             .ok()

@@ -54,10 +54,17 @@ mod tests {
 
     #[test]
     fn known_keys_parse() {
-        let c = Config::parse("[findings]\nheavy_min_per_sec = 500.0\nvector_capacity = 180\n", "t").unwrap();
+        let c = Config::parse(
+            "[findings]\nheavy_min_per_sec = 500.0\nvector_capacity = 180\n",
+            "t",
+        )
+        .unwrap();
         assert_eq!(c.findings.heavy_min_per_sec, 500.0);
         assert_eq!(c.findings.vector_capacity, 180);
-        assert_eq!(c.findings.heavy_min_share, FindingsConfig::default().heavy_min_share);
+        assert_eq!(
+            c.findings.heavy_min_share,
+            FindingsConfig::default().heavy_min_share
+        );
     }
 
     #[test]
