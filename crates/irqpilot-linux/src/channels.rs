@@ -167,6 +167,48 @@ pub fn set_channels(
     Ok(old)
 }
 
+/// The Linux platform's `SetChannels`: on a live root, `ETHTOOL_SCHANNELS` with the old
+/// counts kept for the journal; under a fixture root there is no interface to talk to, so the
+/// change is reported as planned and not applied.
+pub fn apply_channels(
+    root: &crate::Root,
+    device: &str,
+    combined: Option<u32>,
+    rx: Option<u32>,
+    tx: Option<u32>,
+) -> (Option<String>, Result<bool, irqpilot_core::ApplyError>) {
+    if !crate::journal::is_live(root) {
+        return (
+            None,
+            Err(irqpilot_core::ApplyError::Other {
+                message: format!(
+                    "{device}: channel change planned, not applied: no live interface under \
+                     the fixture root {}",
+                    root.dir().display()
+                ),
+            }),
+        );
+    }
+    let path = std::path::Path::new("ethtool").join(device);
+    let old = match get_channels(device) {
+        Ok(c) => c,
+        Err(e) => return (None, Err(crate::platform::apply_error(&e, &path))),
+    };
+    let same = combined.is_none_or(|c| c == old.combined_count)
+        && rx.is_none_or(|c| c == old.rx_count)
+        && tx.is_none_or(|c| c == old.tx_count);
+    if same {
+        return (Some(old.counts_text()), Ok(false));
+    }
+    match set_channels(device, combined, rx, tx) {
+        Ok(_) => (Some(old.counts_text()), Ok(true)),
+        Err(e) => (
+            Some(old.counts_text()),
+            Err(crate::platform::apply_error(&e, &path)),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,6 +263,19 @@ mod tests {
             Some((8, 0, 0, 1))
         );
         assert_eq!(EthtoolChannels::parse_counts("combined=8"), None);
+    }
+
+    #[test]
+    fn fixture_roots_never_reach_an_interface() {
+        let d = tempfile::tempdir().unwrap();
+        let (old, r) = apply_channels(&crate::Root::new(d.path()), "eth0", Some(2), None, None);
+        assert_eq!(old, None);
+        match r {
+            Err(irqpilot_core::ApplyError::Other { message }) => {
+                assert!(message.contains("planned, not applied"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -6,8 +6,7 @@
 use crate::platform::apply_error;
 use crate::root::Root;
 use irqpilot_core::{
-    Action, ApplyReport, IrqNum, Machine, MonoNs, Outcome, Plan, Platform, PlatformError,
-    Snapshot,
+    Action, ApplyReport, IrqNum, Machine, MonoNs, Outcome, Plan, Platform, PlatformError, Snapshot,
 };
 use std::collections::BTreeMap;
 use std::io;

@@ -376,6 +376,12 @@ impl Platform for LinuxPlatform {
             let (old, result) = match action {
                 Action::SetAffinity { irq, cpus } => self.set_affinity(*irq, cpus),
                 Action::SetDefaultAffinity { cpus } => self.set_default_affinity(cpus),
+                Action::SetChannels {
+                    device,
+                    combined,
+                    rx,
+                    tx,
+                } => crate::channels::apply_channels(&self.root, device, *combined, *rx, *tx),
                 other => {
                     tracing::warn!(
                         action = other.describe(),

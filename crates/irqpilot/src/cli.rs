@@ -57,6 +57,93 @@ pub enum Command {
     /// Write synthetic machines as fixture trees (for tests and benchmarks).
     #[command(subcommand)]
     Fixture(FixtureCommand),
+    /// Dry run of the placement policy: the moves, per-CPU load before and after, imbalance.
+    Plan(PlanArgs),
+    /// Place IRQs once: journal every old value, then write (exit 3: some refused).
+    Apply(ApplyArgs),
+    /// Restore everything the journal recorded (exit 3: some could not be restored).
+    Revert(RevertArgs),
+    /// Plan (and with --apply carry out) keeping CPUs free of device interrupts.
+    Isolate(IsolateArgs),
+    /// Run the placement loop: sample, decide, apply, at the policy's adaptive interval.
+    Daemon(DaemonArgs),
+}
+
+/// `--journal`, shared by the commands that write.
+#[derive(Debug, Args)]
+pub struct JournalArg {
+    /// Journal of old values (default: `<root>/var/lib/irqpilot/journal.json`).
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+}
+
+/// `irqpilot plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Measure rates over this interval (0: no load, only isolation, bans and pins act).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub sample: Duration,
+}
+
+/// `irqpilot apply`.
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// Measure rates over this interval before deciding (0: no load).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub sample: Duration,
+    /// Journal location.
+    #[command(flatten)]
+    pub journal: JournalArg,
+}
+
+/// `irqpilot revert`.
+#[derive(Debug, Args)]
+pub struct RevertArgs {
+    /// Journal location.
+    #[command(flatten)]
+    pub journal: JournalArg,
+}
+
+/// `irqpilot isolate`.
+#[derive(Debug, Args)]
+pub struct IsolateArgs {
+    /// CPUs to keep free of device interrupts (cpulist, e.g. 4-23).
+    #[arg(long, value_parser = parse_cpulist, value_name = "CPULIST")]
+    pub cpus: irqpilot_core::CpuSet,
+    /// Carry the plan out (channels, affinities, default affinity), journaled.
+    #[arg(long)]
+    pub apply: bool,
+    /// Measure rates first so the leaving IRQs are balanced by load (0: by vectors only).
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub sample: Duration,
+    /// Journal location.
+    #[command(flatten)]
+    pub journal: JournalArg,
+}
+
+/// `irqpilot daemon`.
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// Run one period and exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Run this many periods and exit.
+    #[arg(long, value_name = "N")]
+    pub iterations: Option<u64>,
+    /// Start even if irqbalance is running.
+    #[arg(long)]
+    pub force: bool,
+    /// On SIGTERM/SIGINT (or the end of --iterations), restore the journal first.
+    #[arg(long)]
+    pub restore_on_exit: bool,
+    /// Journal location.
+    #[command(flatten)]
+    pub journal: JournalArg,
+}
+
+/// Parses a cpulist argument (`4-23`, `0,2-3`).
+pub fn parse_cpulist(s: &str) -> Result<irqpilot_core::CpuSet, String> {
+    irqpilot_core::CpuSet::parse_list(s.trim()).map_err(|e| format!("bad cpulist {s:?}: {e}"))
 }
 
 /// `irqpilot status`.

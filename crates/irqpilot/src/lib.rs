@@ -43,6 +43,11 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Watch(a) => cmd::watch::run(a, &settings),
         Command::Capture(a) => cmd::capture::run(a, &settings),
         Command::Fixture(c) => cmd::fixture::run(c, &settings),
+        Command::Plan(a) => cmd::plan::run(a, &settings),
+        Command::Apply(a) => cmd::apply::run(a, &settings),
+        Command::Revert(a) => cmd::revert::run(a, &settings),
+        Command::Isolate(a) => cmd::isolate::run(a, &settings),
+        Command::Daemon(a) => cmd::daemon::run(a, &settings, cli.global.config.as_deref()),
     }
 }
 

@@ -72,7 +72,10 @@ pub fn outcome_lines(root: &Root, report: &ApplyReport) -> Vec<OutcomeLine> {
             };
             let effective = match (&o.action, &o.result) {
                 (Action::SetAffinity { irq, .. }, Ok(_)) => root
-                    .read_optional(&format!("proc/irq/{irq}/{}", procirq::EFFECTIVE_AFFINITY_LIST))
+                    .read_optional(&format!(
+                        "proc/irq/{irq}/{}",
+                        procirq::EFFECTIVE_AFFINITY_LIST
+                    ))
                     .ok()
                     .flatten()
                     .and_then(|t| procirq::parse_affinity_list(&t).ok()),
@@ -105,7 +108,11 @@ pub fn print(settings: &Settings, out: &ApplyOutput) -> Result<ExitCode> {
                     .as_ref()
                     .map(|e| format!(" (effective {e})"))
                     .unwrap_or_default();
-                let err = o.error.as_ref().map(|e| format!(": {e}")).unwrap_or_default();
+                let err = o
+                    .error
+                    .as_ref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default();
                 let _ = writeln!(s, "{:<10} {}{eff}{err}", o.result, o.action.describe());
             }
             let _ = writeln!(
@@ -133,7 +140,11 @@ pub fn output(root: &Root, journal: &str, report: &ApplyReport, notes: Vec<Strin
     ApplyOutput {
         journal: journal.to_string(),
         written: report.written(),
-        unchanged: report.outcomes.iter().filter(|o| o.result == Ok(false)).count(),
+        unchanged: report
+            .outcomes
+            .iter()
+            .filter(|o| o.result == Ok(false))
+            .count(),
         failed: report.failures(),
         outcomes,
         notes,

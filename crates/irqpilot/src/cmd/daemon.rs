@@ -5,7 +5,8 @@
 //! * SIGHUP re-reads the configuration (a bad file is logged and the old one kept).
 //! * SIGTERM / SIGINT end the loop cleanly; with `--restore-on-exit` (or
 //!   `[daemon] restore_on_exit`) the journal is reverted first.
-//! * New IRQs are placed the period they appear: the controller re-reads the inventory when
+//! * New IRQs are placed within about a second: the sleep checks `/proc/irq` once a second and
+//!   ends early when IRQs come or go, and the controller re-reads the inventory when
 //!   `/proc/interrupts` gains or loses rows.
 //! * It refuses to start while irqbalance runs (a `comm` of `irqbalance` under `<root>/proc`):
 //!   two owners of the same masks fight (balancing.md 4.3). `--force` or
@@ -75,13 +76,35 @@ pub fn irqbalance_pid(root: &Path) -> Option<u32> {
     })
 }
 
-/// Sleeps `ns`, waking early for a signal.
-fn nap(ns: u64) {
+/// Number of IRQs the kernel lists under `proc/irq` (one directory each).
+fn irq_count(root: &Path) -> usize {
+    std::fs::read_dir(root.join("proc/irq"))
+        .map(|d| {
+            d.filter(|e| e.as_ref().is_ok_and(|e| e.path().is_dir()))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Sleeps `ns`, waking early for a signal, or when IRQs are registered or freed (checked once
+/// a second: a readdir of `/proc/irq`), so a new IRQ is placed within a second even while the
+/// steady period is long.
+fn nap(ns: u64, root: &Path, irqs: &mut usize) {
     let end = std::time::Instant::now() + Duration::from_nanos(ns);
+    let mut next_check = std::time::Instant::now() + Duration::from_secs(1);
     while !TERM.load(Ordering::SeqCst) && !HUP.load(Ordering::SeqCst) {
         let now = std::time::Instant::now();
         if now >= end {
             break;
+        }
+        if now >= next_check {
+            next_check = now + Duration::from_secs(1);
+            let n = irq_count(root);
+            if n != *irqs {
+                *irqs = n;
+                tracing::info!(irqs = n, "IRQs came or went: deciding now");
+                break;
+            }
         }
         std::thread::sleep((end - now).min(Duration::from_millis(50)));
     }
@@ -111,7 +134,11 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
     }
     install_signals()?;
     let mut policy = PlacementPolicy::new(settings.config.placement.clone())?;
-    let journal = args.journal.journal.as_deref().or(settings.config.daemon.journal.as_deref());
+    let journal = args
+        .journal
+        .journal
+        .as_deref()
+        .or(settings.config.daemon.journal.as_deref());
     let mut platform = journaled(settings, journal)?;
     let mut controller = Controller::new(&mut platform)?;
     let limit = if args.once { Some(1) } else { args.iterations };
@@ -119,8 +146,13 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
     let mut out = std::io::stdout().lock();
     let mut refused_total = 0usize;
     let mut period = 0u64;
+    let mut irqs = irq_count(&settings.root);
     while limit.is_none_or(|n| period < n) {
-        nap(policy.next_interval_ns().unwrap_or(1_000_000_000));
+        nap(
+            policy.next_interval_ns().unwrap_or(1_000_000_000),
+            &settings.root,
+            &mut irqs,
+        );
         if TERM.load(Ordering::SeqCst) {
             break;
         }
@@ -130,7 +162,9 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
                 Ok(())
             }) {
                 Ok(()) => tracing::info!("configuration reloaded"),
-                Err(e) => tracing::error!(error = %crate::error_text(&e), "reload failed; keeping the old configuration"),
+                Err(e) => {
+                    tracing::error!(error = %crate::error_text(&e), "reload failed; keeping the old configuration")
+                }
             }
             continue;
         }

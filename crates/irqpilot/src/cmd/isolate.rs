@@ -81,7 +81,8 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
             .collect();
         let mut report = ApplyReport::default();
         let mut rest = plan.plan.clone();
-        rest.actions.retain(|a| !matches!(a, Action::SetChannels { .. }));
+        rest.actions
+            .retain(|a| !matches!(a, Action::SetChannels { .. }));
         if !channels.is_empty() {
             report = p.apply(&Plan {
                 actions: channels,
@@ -91,13 +92,19 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
                 // New queue count, new IRQs: plan the placement again on what is there now.
                 let machine = p.machine()?;
                 rest = plan_isolation(&machine, &args.cpus, cfg, None)?.plan;
-                rest.actions.retain(|a| !matches!(a, Action::SetChannels { .. }));
+                rest.actions
+                    .retain(|a| !matches!(a, Action::SetChannels { .. }));
             }
         }
         let second = p.apply(&rest);
         report.outcomes.extend(second.outcomes);
         let journal = p.journal().path().display().to_string();
-        Some(output(&Root::new(&settings.root), &journal, &report, Vec::new()))
+        Some(output(
+            &Root::new(&settings.root),
+            &journal,
+            &report,
+            Vec::new(),
+        ))
     } else {
         None
     };
@@ -119,7 +126,11 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
             if let Some(a) = &applied {
                 let mut s = String::from("applied:\n");
                 for o in &a.outcomes {
-                    let err = o.error.as_ref().map(|e| format!(": {e}")).unwrap_or_default();
+                    let err = o
+                        .error
+                        .as_ref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default();
                     let _ = writeln!(s, "  {:<10} {}{err}", o.result, o.action.describe());
                 }
                 let _ = writeln!(
@@ -142,7 +153,11 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
 /// The table form.
 fn render(p: &IsolationPlan) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "isolate CPUs {} (housekeeping {})", p.isolate, p.housekeeping);
+    let _ = writeln!(
+        s,
+        "isolate CPUs {} (housekeeping {})",
+        p.isolate, p.housekeeping
+    );
     let moving = p.must_leave.iter().filter(|l| l.to.is_some()).count();
     let _ = writeln!(
         s,
@@ -150,11 +165,14 @@ fn render(p: &IsolationPlan) -> String {
         p.must_leave.len()
     );
     for l in &p.must_leave {
-        let to = l
-            .to
+        let to =
+            l.to.as_ref()
+                .map_or("STUCK".to_string(), |t| t.to_list_string());
+        let mask = l
+            .mask
             .as_ref()
-            .map_or("STUCK".to_string(), |t| t.to_list_string());
-        let mask = l.mask.as_ref().map(|m| m.to_list_string()).unwrap_or_default();
+            .map(|m| m.to_list_string())
+            .unwrap_or_default();
         let _ = writeln!(s, "  IRQ {:>5}  {mask:>12} -> {to:<6} {}", l.irq.0, l.name);
     }
     let v = &p.vectors;
@@ -184,7 +202,10 @@ fn render(p: &IsolationPlan) -> String {
         );
     }
     if !p.channels.is_empty() && !p.fits_after_channels {
-        let _ = writeln!(s, "even with these cuts the vectors do not fit: isolate fewer CPUs");
+        let _ = writeln!(
+            s,
+            "even with these cuts the vectors do not fit: isolate fewer CPUs"
+        );
     }
     if let Some(d) = &p.default_affinity {
         let _ = writeln!(s, "default_smp_affinity -> {d}");
@@ -198,13 +219,21 @@ fn render(p: &IsolationPlan) -> String {
             p.managed.len()
         );
         for m in &p.managed {
-            let mask = m.mask.as_ref().map(|x| x.to_list_string()).unwrap_or_default();
+            let mask = m
+                .mask
+                .as_ref()
+                .map(|x| x.to_list_string())
+                .unwrap_or_default();
             let _ = writeln!(
                 s,
                 "  IRQ {:>5}  {mask:>12}  {}{}",
                 m.irq.0,
                 m.name,
-                if m.steerable { "" } else { "  (mask all isolated: fires for I/O from those CPUs)" }
+                if m.steerable {
+                    ""
+                } else {
+                    "  (mask all isolated: fires for I/O from those CPUs)"
+                }
             );
         }
     }

@@ -3,7 +3,7 @@
 //! exit code for partial success.
 
 use crate::Settings;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use irqpilot_core::{Machine, Platform, Rates};
 use irqpilot_linux::fault::FaultInjection;
 use irqpilot_linux::journal::{DEFAULT_JOURNAL, Journal, JournaledPlatform};
@@ -51,7 +51,8 @@ pub fn platform(settings: &Settings) -> Result<FaultInjection<LinuxPlatform>> {
         if irqpilot_linux::journal::is_live(&root) {
             anyhow::bail!("{FAULT_ENV} is only honoured under a --root other than /");
         }
-        irqpilot_linux::fault::parse_faults(&spec).with_context(|| format!("{FAULT_ENV}={spec}"))?
+        irqpilot_linux::fault::parse_faults(&spec)
+            .map_err(|e| anyhow::anyhow!("{FAULT_ENV}={spec}: {e}"))?
     };
     Ok(FaultInjection::new(
         LinuxPlatform::new(root.clone()),

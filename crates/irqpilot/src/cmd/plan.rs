@@ -11,7 +11,7 @@ use crate::Settings;
 use crate::cli::{Format, PlanArgs};
 use anyhow::Result;
 use irqpilot_core::placement::{
-    CpuLoad, Decision, Held, HeavyIrq, Learned, LoadBasis, Move, decide, irq_list,
+    CpuLoad, Decision, HeavyIrq, Held, Learned, LoadBasis, Move, decide, irq_list,
 };
 use irqpilot_core::{Action, CpuSet, IrqNum, Machine, MonoNs, PolicyInput, Rates};
 use serde::Serialize;
@@ -125,10 +125,22 @@ pub fn render(r: &PlanReport, machine: &Machine) -> String {
     if r.moves.is_empty() {
         let _ = writeln!(s, "no affinity changes");
     } else {
-        let _ = writeln!(s, "{} affinity writes, {migrations} migrations:", r.moves.len());
-        let _ = writeln!(s, "  {:>5}  {:>5}  {:>5}  {:>6}  {:<10}  NAME", "IRQ", "FROM", "TO", "LOAD", "REASON");
+        let _ = writeln!(
+            s,
+            "{} affinity writes, {migrations} migrations:",
+            r.moves.len()
+        );
+        let _ = writeln!(
+            s,
+            "  {:>5}  {:>5}  {:>5}  {:>6}  {:<10}  NAME",
+            "IRQ", "FROM", "TO", "LOAD", "REASON"
+        );
         for m in &r.moves {
-            let name = machine.irqs.get(&m.irq).map(|i| i.name()).unwrap_or_default();
+            let name = machine
+                .irqs
+                .get(&m.irq)
+                .map(|i| i.name())
+                .unwrap_or_default();
             let reason = serde_json::to_value(m.reason)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
@@ -161,7 +173,11 @@ pub fn render(r: &PlanReport, machine: &Machine) -> String {
         .collect();
     if !changed.is_empty() {
         let _ = writeln!(s, "CPUs that change ({}):", changed.len());
-        let _ = writeln!(s, "  {:>4}  {:>7}  {:>7}  {:>7}  {:>7}", "CPU", "LOAD", "AFTER", "VECTORS", "AFTER");
+        let _ = writeln!(
+            s,
+            "  {:>4}  {:>7}  {:>7}  {:>7}  {:>7}",
+            "CPU", "LOAD", "AFTER", "VECTORS", "AFTER"
+        );
         for (a, b) in changed {
             let _ = writeln!(
                 s,
@@ -171,7 +187,11 @@ pub fn render(r: &PlanReport, machine: &Machine) -> String {
         }
     }
     if !r.stuck.is_empty() {
-        let _ = writeln!(s, "stuck (no free vector anywhere allowed): IRQ {}", irq_list(&r.stuck));
+        let _ = writeln!(
+            s,
+            "stuck (no free vector anywhere allowed): IRQ {}",
+            irq_list(&r.stuck)
+        );
     }
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");
