@@ -108,7 +108,7 @@ impl StatusReport {
                 })
                 .count();
             devices.push(DeviceSummary {
-                addr: dev.addr.to_string(),
+                addr: Some(dev.addr.to_string()),
                 name: device_name(dev, &irqs),
                 kind: device_kind(dev.class),
                 class: dev.class.map(|c| format!("0x{c:06x}")),
@@ -132,7 +132,7 @@ impl StatusReport {
         for (owner, irqs) in by_owner {
             owned.extend(irqs.iter().map(|i| i.irq));
             devices.push(DeviceSummary {
-                addr: String::new(),
+                addr: None,
                 name: owner,
                 kind: "unknown",
                 class: None,
