@@ -8,6 +8,8 @@
 //!   Parsers take `&str`, never paths.
 //! * [`inventory`]: reads a [`irqpilot_core::Machine`] from a root directory (default `/`); any
 //!   file but `/proc/interrupts` may be missing and becomes a recorded gap.
+//! * [`moderation`]: the moderation knobs (ethtool coalescing, NVMe features 08h/09h, the
+//!   kernel's soft moderation files): reading them into the inventory and changing them.
 //! * [`capture`]: copies the files irqpilot reads from a root into a fixture tree with a
 //!   `MANIFEST.toml` (`irqpilot capture`).
 //!
@@ -20,6 +22,7 @@ pub mod capture;
 pub mod error;
 pub mod format;
 pub mod inventory;
+pub mod moderation;
 pub mod root;
 
 pub use error::ParseError;
