@@ -3,6 +3,8 @@
 //! * [`dim`]: Linux net DIM (`lib/dim/net_dim.c`), the per-queue hill climber most NIC drivers use.
 //! * [`aim`]: e1000/igb adaptive interrupt moderation (FreeBSD `enable_aim` modes 0/1/2).
 //! * [`knobs`]: which moderation each IRQ offers and its current setting.
+//! * [`global`]: irqpilot's global moderator, a [`crate::Policy`] that keeps the platform-wide rate
+//!   and per-CPU hardirq time under targets through those knobs.
 //!
 //! The simulator runs these inside its simulated drivers; the Linux actuators never need them
 //! (the real drivers run their own copies). Constants and their sources are in
@@ -10,4 +12,5 @@
 
 pub mod aim;
 pub mod dim;
+pub mod global;
 pub mod knobs;

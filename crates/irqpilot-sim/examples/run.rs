@@ -13,10 +13,8 @@ fn main() {
         .collect();
     sc = sc.with_sets(&sets).unwrap();
     let t = std::time::Instant::now();
-    let mut sim = irqpilot_sim::Sim::new(sc).unwrap();
-    sim.run();
+    let mut r = irqpilot_sim::run_scenario(sc, |_| {}).unwrap();
     let wall = t.elapsed();
-    let mut r = sim.report();
     r.series.clear();
     r.per_cpu.truncate(4);
     // r.per_source.truncate(4);

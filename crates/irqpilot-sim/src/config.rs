@@ -82,6 +82,13 @@ pub struct Scenario {
     /// Metrics options.
     #[serde(default)]
     pub metrics: MetricsCfg,
+    /// The kernel's software interrupt moderation (GSIM patch), off unless enabled.
+    #[serde(default)]
+    pub gsim: crate::gsim::GsimCfg,
+    /// irqpilot's user-space global moderator, run in the loop through `SimPlatform` when
+    /// present (`--set moderation=irqpilot`).
+    #[serde(default)]
+    pub moderator: Option<irqpilot_core::moderation::global::GlobalModerationConfig>,
 }
 
 /// The simulated CPUs (`irqpilot_core::Topology::synthetic` numbering: first threads of all
@@ -684,6 +691,38 @@ fn apply_set(value: &mut toml::Value, key: &str, raw: &str) -> Result<(), Config
             }
             _ => Err(bad(key, format!("expects limited or healthy, not {raw:?}"))),
         },
+        "moderation" if raw == "irqpilot" => {
+            if value.get("moderator").is_none() {
+                insert_path(
+                    value,
+                    &["moderator"],
+                    toml::Value::Table(toml::map::Map::new()),
+                )
+                .map_err(|m| bad(key, m))?;
+            }
+            Ok(())
+        }
+        "moderation" if raw == "gsim" => {
+            // Kernel moderation on top of whatever the devices do.
+            insert_path(value, &["gsim", "enabled"], toml::Value::Boolean(true))
+                .map_err(|m| bad(key, m))
+        }
+        "gsim_version" => {
+            let scale = match raw {
+                "3" => 200,
+                "4" => 150,
+                _ => return Err(bad(key, "expects 3 or 4")),
+            };
+            insert_path(value, &["gsim", "scale_cpus"], toml::Value::Integer(scale))
+                .map_err(|m| bad(key, m))
+        }
+        k if k.starts_with("gsim_") => {
+            let field = &k["gsim_".len()..];
+            let toml::Value::Integer(i) = v else {
+                return Err(bad(key, "expects an integer"));
+            };
+            insert_path(value, &["gsim", field], toml::Value::Integer(i)).map_err(|m| bad(key, m))
+        }
         "moderation" => {
             let n = set_in_each(value, "nic", "moderation", v.clone());
             let nvme_mode = match raw {

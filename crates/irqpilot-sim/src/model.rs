@@ -20,6 +20,7 @@ pub(crate) struct Ns {
     pub nvme_cqe: u64,
     pub nvme_io_app: u64,
     pub napi_weight: u64,
+    pub mask_unmask: u64,
     pub migration: u64,
     pub remote: u64,
 }
@@ -37,6 +38,7 @@ impl Ns {
             nvme_cqe: us_to_ns(c.nvme_cqe_us),
             nvme_io_app: us_to_ns(c.nvme_io_app_us),
             napi_weight: c.napi_weight.max(1) as u64,
+            mask_unmask: us_to_ns(c.mask_unmask_us),
             migration: us_to_ns(c.migration_penalty_us),
             remote: us_to_ns(c.remote_node_penalty_us),
         }
@@ -65,6 +67,8 @@ pub(crate) enum Ev {
     SoftDone { cpu: u32 },
     /// The application job on `cpu` may have finished.
     AppDone { cpu: u32 },
+    /// The GSIM holdoff timer of `cpu` expires.
+    GsimTimer { cpu: u32 },
     /// Time-series sample.
     Sample,
     /// End of warm-up: metrics start counting.
@@ -178,6 +182,10 @@ pub(crate) struct Source {
     pub migrated: bool,
     /// Requested affinity (`smp_affinity_list`); the effective CPU is `cpu`.
     pub requested: irqpilot_core::CpuSet,
+    /// Kernel software moderation applies to this vector (`/proc/irq/N/soft_moderation`).
+    pub gsim_on: bool,
+    /// Masked by GSIM until its CPU's holdoff timer expires (the device latches meanwhile).
+    pub gsim_masked: bool,
 }
 
 /// A NIC.

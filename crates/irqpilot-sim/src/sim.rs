@@ -51,6 +51,8 @@ pub struct Sim {
     pub(crate) default_affinity: CpuSet,
     /// IRQ moves applied (affinity changes that changed the effective CPU).
     pub(crate) migrations: u64,
+    /// The kernel's software moderation (GSIM).
+    pub(crate) gsim: crate::gsim::Gsim,
 }
 
 fn cpus_of(list: &Option<String>, topo: &Topology) -> Result<Vec<u32>, String> {
@@ -111,6 +113,8 @@ impl Sim {
                     irqs: 0,
                     migrated: false,
                     requested: topo.online.clone(),
+                    gsim_on: sc.gsim.enabled,
+                    gsim_masked: false,
                 });
                 nq.push(NicQueue {
                     nic: ni as u32,
@@ -201,6 +205,8 @@ impl Sim {
                         irqs: 0,
                         migrated: false,
                         requested: topo.online.clone(),
+                        gsim_on: sc.gsim.enabled,
+                        gsim_masked: false,
                     });
                     vq.push(NvmeQueue {
                         drive: di,
@@ -243,6 +249,7 @@ impl Sim {
             end,
             default_affinity: topo_online_placeholder(),
             migrations: 0,
+            gsim: crate::gsim::Gsim::new(sc.gsim.clone(), ncpu),
             sc,
         };
         sim.default_affinity = sim.topo.online.clone();
@@ -309,6 +316,7 @@ impl Sim {
             Ev::HardDone { src } => self.on_hard_done(src),
             Ev::SoftDone { cpu } => self.on_soft_done(cpu),
             Ev::AppDone { cpu } => self.on_app_done(cpu),
+            Ev::GsimTimer { cpu } => self.on_gsim_timer(cpu),
             Ev::Sample => self.on_sample(),
             Ev::WarmupEnd => self.warmup_end(),
         }
@@ -336,8 +344,8 @@ impl Sim {
     /// (Re)computes when an armed vector fires, after anything that can change it.
     pub(crate) fn schedule_fire(&mut self, s: u32) {
         let src = &self.srcs[s as usize];
-        if !src.armed {
-            return;
+        if !src.armed || src.gsim_masked {
+            return; // a masked vector latches; unmasking reschedules it
         }
         let (arm, m, mt, last) = (src.arm_time, src.moder, src.moder_tx, src.last_irq);
         let t = match src.dev {
@@ -378,7 +386,7 @@ impl Sim {
             self.events.push(t, Ev::Fire { src: s });
             return;
         }
-        if !src.armed {
+        if !src.armed || src.gsim_masked {
             return;
         }
         src.armed = false;
@@ -454,6 +462,7 @@ impl Sim {
     }
 
     fn on_hard_done(&mut self, s: u32) {
+        self.after_handler(s);
         let src = &mut self.srcs[s as usize];
         let cpu = src.hard_cpu;
         self.cpus[cpu as usize].hard_ns += src.hard_cost;
@@ -498,6 +507,56 @@ impl Sim {
                 self.rearm(s);
             }
         }
+    }
+
+    /// GSIM's hook after the handler of an enabled vector (see `gsim.rs`).
+    fn after_handler(&mut self, s: u32) {
+        let src = &self.srcs[s as usize];
+        if !src.gsim_on || !self.gsim.cfg.enabled || self.gsim.cfg.delay_us == 0 {
+            return;
+        }
+        let cpu = src.hard_cpu as usize;
+        let now = self.now;
+        if self.gsim.count(cpu) {
+            let hard = self.cpus[cpu].hard_ns;
+            self.gsim.maybe_new_epoch(cpu, now, hard);
+        }
+        let (mask, start) = self.gsim.after_handler(cpu, now);
+        if let Some(at) = start {
+            self.events.push(at, Ev::GsimTimer { cpu: cpu as u32 });
+        }
+        if mask && !self.srcs[s as usize].gsim_masked {
+            self.srcs[s as usize].gsim_masked = true;
+            self.gsim.cpus[cpu].masked.push(s);
+            // MSI-X mask and unmask with PCIe read-back, paid in hardirq context.
+            let cost = self.k.mask_unmask;
+            self.charge_hardirq(cpu, cost);
+        }
+    }
+
+    fn on_gsim_timer(&mut self, cpu: u32) {
+        let c = &mut self.gsim.cpus[cpu as usize];
+        if c.timer_at != Some(self.now) {
+            return;
+        }
+        c.timer_at = None;
+        c.sleep_ns = 0;
+        let masked = std::mem::take(&mut c.masked);
+        for s in masked {
+            self.srcs[s as usize].gsim_masked = false;
+            // Latched interrupts are delivered now (replay); others wait for their device.
+            self.schedule_fire(s);
+        }
+    }
+
+    /// Hardirq-context work of `ns` on `cpu` outside a handler (mask/unmask, timer callbacks).
+    fn charge_hardirq(&mut self, cpu: usize, ns: u64) {
+        let now = self.now;
+        let c = &mut self.cpus[cpu];
+        let start = now.max(c.hard_until);
+        c.hard_until = start.after(ns);
+        c.hard_ns += ns;
+        self.steal(cpu, start, ns, 0);
     }
 
     // ----- softirq (NAPI) ----------------------------------------------------------------

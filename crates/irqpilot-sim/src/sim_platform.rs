@@ -7,6 +7,7 @@ use crate::cq::HwMod;
 use crate::model::{Dev, Driver};
 use crate::sim::Sim;
 use crate::time::SimTime;
+use irqpilot_core::moderation::knobs::{Knob, SoftModeration, SoftModerationForm};
 use irqpilot_core::{
     Action, ApplyError, ApplyReport, CpuId, CpuSet, CpuTicks, InterruptTable, Irq, IrqNum, Machine,
     MonoNs, NodeId, Outcome, PciAddr, PciDevice, Plan, Platform, PlatformError, ProcStat, RowLabel,
@@ -37,6 +38,11 @@ impl SimPlatform {
     /// Consumes the platform, returning the simulation.
     pub fn into_sim(self) -> Sim {
         self.sim
+    }
+
+    /// Runs the simulation up to `ns` since its start.
+    pub fn sleep_until(&mut self, ns: u64) {
+        self.sim.run_until(SimTime(ns));
     }
 }
 
@@ -113,9 +119,68 @@ impl Sim {
                 irq.driver = dev.driver.clone();
             }
             irq.device = Some(addr);
+            if let Some(knob) = self.knob(i) {
+                m.moderation.knobs.insert(irq.irq, knob);
+            }
             m.irqs.insert(irq.irq, irq);
         }
+        if self.gsim.cfg.enabled {
+            let c = &self.gsim.cfg;
+            let params = [
+                ("delay_us", c.delay_us),
+                ("target_intr_rate", c.target_intr_rate),
+                ("hardirq_percent", c.hardirq_percent),
+                ("update_ms", c.update_ms),
+                ("scale_cpus", c.scale_cpus),
+            ];
+            m.moderation.soft = Some(SoftModeration {
+                form: SoftModerationForm::Directory,
+                params: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            });
+        }
         m
+    }
+
+    /// The moderation knob of vector `s` and its current setting.
+    fn knob(&self, s: usize) -> Option<Knob> {
+        let src = &self.srcs[s];
+        match src.dev {
+            Dev::Nic(q) => {
+                let nq = &self.nq[q as usize];
+                let cfg = &self.sc.nic[nq.nic as usize];
+                let (rx_usecs, rx_max_frames) = match src.moder {
+                    HwMod::Timer {
+                        usecs_ns, frames, ..
+                    } => ((usecs_ns / 1000) as u32, frames),
+                    HwMod::Holdoff { interval_ns } => ((interval_ns / 1000) as u32, 0),
+                    HwMod::Immediate => (0, 0),
+                    HwMod::NvmeAgg { .. } => (cfg.rx_usecs, cfg.rx_frames),
+                };
+                Some(Knob::NicQueue {
+                    device: cfg.name.clone(),
+                    queue: nq.index,
+                    per_queue: true,
+                    rx_usecs,
+                    rx_max_frames,
+                    adaptive_rx: matches!(src.driver, Driver::Dim { .. } | Driver::Aim { .. }),
+                })
+            }
+            Dev::Nvme(q) => {
+                let vq = &self.vq[q as usize];
+                let (time_100us, threshold) = match src.moder {
+                    HwMod::NvmeAgg { time_ns, threshold } => {
+                        ((time_ns / 100_000) as u8, threshold as u16)
+                    }
+                    _ => (0, 1),
+                };
+                Some(Knob::NvmeController {
+                    controller: self.drives[vq.drive as usize].name.clone(),
+                    vector: (vq.index + 1) as u16,
+                    time_100us,
+                    threshold,
+                })
+            }
+        }
     }
 
     /// The counters now, in the kernel's formats.
@@ -356,10 +421,36 @@ impl Sim {
                 }
                 (old, Ok(changed))
             }
-            Action::SetNvmeVectorCoalescing { .. }
-            | Action::SetSoftModeration { .. }
-            | Action::SetIrqSoftModeration { .. }
-            | Action::SetChannels { .. } => (None, Err(ApplyError::Unsupported)),
+            Action::SetSoftModeration { param, value } => {
+                let cfg = &mut self.gsim.cfg;
+                let slot = match param.as_str() {
+                    "delay_us" => &mut cfg.delay_us,
+                    "target_intr_rate" => &mut cfg.target_intr_rate,
+                    "hardirq_percent" => &mut cfg.hardirq_percent,
+                    "update_ms" => &mut cfg.update_ms,
+                    "scale_cpus" => &mut cfg.scale_cpus,
+                    _ => return (None, Err(ApplyError::Invalid)),
+                };
+                let old = slot.to_string();
+                let changed = *slot != *value;
+                *slot = *value;
+                cfg.enabled = true;
+                // Any write restarts every CPU from the maximum delay (v4).
+                self.gsim.version += 1;
+                (Some(old), Ok(changed))
+            }
+            Action::SetIrqSoftModeration { irq, enabled } => {
+                let Some(s) = self.srcs.iter_mut().find(|s| s.irq == irq.0) else {
+                    return (None, Err(ApplyError::Vanished));
+                };
+                let old = if s.gsim_on { "on" } else { "off" }.to_string();
+                let changed = s.gsim_on != *enabled;
+                s.gsim_on = *enabled;
+                (Some(old), Ok(changed))
+            }
+            Action::SetNvmeVectorCoalescing { .. } | Action::SetChannels { .. } => {
+                (None, Err(ApplyError::Unsupported))
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use irqpilot_sim::scenarios::builtin;
-use irqpilot_sim::{Report, Scenario, Sim};
+use irqpilot_sim::{Report, Scenario};
 
 fn sets(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
@@ -21,26 +21,24 @@ fn run_builtin(name: &str, pairs: &[(&str, &str)]) -> Report {
 }
 
 fn run(sc: Scenario) -> Report {
-    let mut sim = Sim::new(sc).unwrap();
-    sim.run();
-    sim.report()
+    irqpilot_sim::run_scenario(sc, |_| {}).unwrap()
 }
 
 #[test]
 fn same_seed_same_bytes_other_seed_other_bytes() {
     let a = serde_json::to_string(&run_builtin(
         "nic-100g-32q-lowload",
-        &[("duration_ms", "120")],
+        &[("duration_ms", "150"), ("warmup_ms", "30")],
     ))
     .unwrap();
     let b = serde_json::to_string(&run_builtin(
         "nic-100g-32q-lowload",
-        &[("duration_ms", "120")],
+        &[("duration_ms", "150"), ("warmup_ms", "30")],
     ))
     .unwrap();
     let c = serde_json::to_string(&run_builtin(
         "nic-100g-32q-lowload",
-        &[("duration_ms", "120"), ("seed", "7")],
+        &[("duration_ms", "150"), ("warmup_ms", "30"), ("seed", "7")],
     ))
     .unwrap();
     assert_eq!(a, b);
@@ -95,7 +93,10 @@ fn mm1_mean_latency_matches_the_closed_form() {
 #[test]
 fn interrupts_equal_completions_without_moderation() {
     // One outstanding read per queue: every completion is its own interrupt.
-    let r = run_builtin("nvme-12ssd-96q-lowload", &[("duration_ms", "200")]);
+    let r = run_builtin(
+        "nvme-12ssd-96q-lowload",
+        &[("duration_ms", "300"), ("warmup_ms", "50")],
+    );
     let (irqs, ios) = (r.interrupts_per_sec, r.iops.unwrap());
     assert!(
         (irqs - ios).abs() / ios < 0.001,
@@ -106,7 +107,8 @@ fn interrupts_equal_completions_without_moderation() {
     let r = run_builtin(
         "nvme-12ssd-96q-lowload",
         &[
-            ("duration_ms", "200"),
+            ("duration_ms", "300"),
+            ("warmup_ms", "50"),
             ("workload.0.iodepth", "8"),
             ("moderation", "static"),
             ("nvme.0.coalesce_time_100us", "50"),
@@ -235,4 +237,48 @@ fn memory_is_bounded_by_in_flight_work_not_duration() {
         r.series.len()
     );
     assert!(r.series.len() > 1000);
+}
+
+#[test]
+fn global_moderation_recovers_the_collapse() {
+    // GSIM's published results: 50 -> 92.8 Gb/s (line rate), 6 -> 20.5 M IOPS (device max).
+    let short = [("duration_ms", "500"), ("warmup_ms", "300")];
+    for m in ["gsim", "irqpilot"] {
+        let r = run_builtin("nic-100g-32q", &[short[0], short[1], ("moderation", m)]);
+        assert!(
+            r.throughput_gbps.unwrap() >= 95.0,
+            "{m} 100G {:?}",
+            r.throughput_gbps
+        );
+        assert!(
+            r.interrupts_per_sec < 1.3e6,
+            "{m} 100G {} int/s",
+            r.interrupts_per_sec
+        );
+        let r = run_builtin("nvme-12ssd-96q", &[short[0], short[1], ("moderation", m)]);
+        assert!(r.iops.unwrap() >= 19.0e6, "{m} 12 SSD {:?}", r.iops);
+    }
+}
+
+#[test]
+fn global_moderation_leaves_low_load_latency_alone() {
+    let p = |r: &Report| r.latency_us.clone().unwrap();
+    for sc in ["nic-100g-32q-lowload", "nvme-12ssd-96q-lowload"] {
+        let base = p(&run_builtin(sc, &[]));
+        for m in ["gsim", "irqpilot"] {
+            let l = p(&run_builtin(sc, &[("moderation", m)]));
+            assert!(
+                (l.p50 - base.p50).abs() / base.p50 <= 0.05,
+                "{sc} {m} p50 {} vs {}",
+                l.p50,
+                base.p50
+            );
+            assert!(
+                (l.p95 - base.p95).abs() / base.p95 <= 0.05,
+                "{sc} {m} p95 {} vs {}",
+                l.p95,
+                base.p95
+            );
+        }
+    }
 }
