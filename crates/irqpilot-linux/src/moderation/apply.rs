@@ -62,8 +62,19 @@ pub fn apply_moderation(root: &Root, io: &mut ModerationIo, action: &Action) -> 
     })
 }
 
+/// Every field a [`CoalesceParams`] can name: the old value of a coalescing change records all
+/// of them, so whatever a later action changes on the same knob, the first record restores it.
+pub const ALL_COALESCE_FIELDS: CoalesceParams = CoalesceParams {
+    rx_usecs: Some(0),
+    rx_max_frames: Some(0),
+    tx_usecs: Some(0),
+    tx_max_frames: Some(0),
+    use_adaptive_rx: Some(false),
+    use_adaptive_tx: Some(false),
+};
+
 /// NIC coalescing, read-modify-write, on the queue's own setting or (when the driver has no
-/// per-queue coalescing) the device-wide one.
+/// per-queue coalescing) the device-wide one. The old value lists all six fields.
 pub fn set_nic_coalesce(
     io: &mut ModerationIo,
     device: &str,
@@ -87,7 +98,7 @@ pub fn set_nic_coalesce(
             return (None, Err(e.apply_error()));
         }
     };
-    let old = Some(render_coalesce_params(&cur.project(params)));
+    let old = Some(render_coalesce_params(&cur.project(&ALL_COALESCE_FIELDS)));
     if cur.satisfies(params) {
         return (old, Ok(false));
     }

@@ -3,7 +3,7 @@
 //!
 //! | action | `old` text | example |
 //! |---|---|---|
-//! | `SetCoalesce` | the fields the action named, in `ethtool -C` syntax | `rx-usecs 8 rx-frames 32 adaptive-rx on` |
+//! | `SetCoalesce` | all six coalescing fields as they were, in `ethtool -C` syntax | `rx-usecs 8 rx-frames 32 tx-usecs 8 tx-frames 32 adaptive-rx on adaptive-tx off` |
 //! | `SetNvmeCoalescing` | feature 08h CDW11 as `nvme set-feature -v` takes it | `0x0a03` |
 //! | `SetNvmeVectorCoalescing` | feature 09h CDW11 (vector and CD) | `0x10005` |
 //! | `SetSoftModeration` | the parameter's value | `100` |

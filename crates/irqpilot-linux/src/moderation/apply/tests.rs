@@ -52,6 +52,8 @@ fn io_with(eth: &FakeEthtool, nvme: &FakeNvme) -> ModerationIo {
     }
 }
 
+const ZERO: &str = "rx-usecs 0 rx-frames 0 tx-usecs 0 tx-frames 0 adaptive-rx off adaptive-tx off";
+
 fn rx(usecs: u32) -> CoalesceParams {
     CoalesceParams {
         rx_usecs: Some(usecs),
@@ -68,7 +70,11 @@ fn per_queue_read_modify_write_and_verify() {
     let eth = three_nics();
     let mut io = io_with(&eth, &FakeNvme::default());
     let (old, result) = set_nic_coalesce(&mut io, "eth1", Some(2), &rx(50));
-    assert_eq!(old.as_deref(), Some("rx-usecs 8"));
+    assert_eq!(
+        old.as_deref(),
+        Some("rx-usecs 8 rx-frames 64 tx-usecs 16 tx-frames 0 adaptive-rx off adaptive-tx off"),
+        "all six fields, whatever the action names"
+    );
     assert_eq!(result, Ok(true));
     let q2 = read_back(&mut io, "eth1", CoalesceScope::Queue(2));
     assert_eq!(
@@ -111,7 +117,13 @@ fn no_per_queue_falls_back_to_device_wide() {
     let eth = three_nics();
     let mut io = io_with(&eth, &FakeNvme::default());
     let (old, result) = set_nic_coalesce(&mut io, "eth2", Some(1), &rx(25));
-    assert_eq!((old.as_deref(), result), (Some("rx-usecs 3"), Ok(true)));
+    assert_eq!(
+        (old.as_deref(), result),
+        (
+            Some("rx-usecs 3 rx-frames 0 tx-usecs 16 tx-frames 0 adaptive-rx off adaptive-tx off"),
+            Ok(true)
+        )
+    );
     assert_eq!(
         eth.log(),
         [
@@ -160,12 +172,12 @@ fn refusals_are_reported_per_device() {
     );
     assert_eq!(
         set_nic_coalesce(&mut io, "eth9", None, &p),
-        (Some("rx-usecs 0".into()), Err(ApplyError::PermissionDenied))
+        (Some(ZERO.into()), Err(ApplyError::PermissionDenied))
     );
     assert_eq!(
         set_nic_coalesce(&mut io, "eth8", None, &p),
         (
-            Some("rx-usecs 0".into()),
+            Some(ZERO.into()),
             Err(ApplyError::NotTaken {
                 readback: "rx-usecs 48".into()
             })
