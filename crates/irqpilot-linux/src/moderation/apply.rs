@@ -62,6 +62,51 @@ pub fn apply_moderation(root: &Root, io: &mut ModerationIo, action: &Action) -> 
     })
 }
 
+/// The value `action` would replace, read without changing anything, in the form its outcome's
+/// `old` takes: for journals that record before writing. `None` for actions that are not about
+/// moderation, and where the value cannot be read (no live interface under this root, no NVMe
+/// device node, no GSIM, no privilege).
+pub fn read_current(root: &Root, io: &mut ModerationIo, action: &Action) -> Option<String> {
+    match action {
+        Action::SetCoalesce { device, queue, .. } => {
+            let eth = io.ethtool.as_deref_mut()?;
+            if !is_interface_name(device) {
+                return None;
+            }
+            let (_, c) = read_coalesce(eth, device, *queue).ok()?;
+            Some(render_coalesce_params(&c.project(&ALL_COALESCE_FIELDS)))
+        }
+        Action::SetNvmeCoalescing { controller, .. } => {
+            let c = get_irq_coalescing(io.nvme.as_mut(), controller).ok()?;
+            c.cdw11().map(render_cdw11)
+        }
+        Action::SetNvmeVectorCoalescing {
+            controller, vector, ..
+        } => {
+            let v = get_vector_config(io.nvme.as_mut(), controller, *vector).ok()?;
+            Some(render_cdw11(v.cdw11()))
+        }
+        Action::SetSoftModeration { param, .. } => {
+            let layout = soft::detect(root).ok()??;
+            let params = soft::read_params(root, &layout).ok()?;
+            let value = params
+                .get(param.as_str())
+                .or_else(|| soft::alias(param).and_then(|a| params.get(a)))?;
+            Some(value.to_string())
+        }
+        Action::SetIrqSoftModeration { irq, .. } => {
+            let layout = soft::detect(root).ok()??;
+            let text = root
+                .read_optional(&soft::irq_flag_path(&layout, *irq))
+                .ok()??;
+            Some(text.trim_end().to_string())
+        }
+        Action::SetAffinity { .. }
+        | Action::SetDefaultAffinity { .. }
+        | Action::SetChannels { .. } => None,
+    }
+}
+
 /// Every field a [`CoalesceParams`] can name: the old value of a coalescing change records all
 /// of them, so whatever a later action changes on the same knob, the first record restores it.
 pub const ALL_COALESCE_FIELDS: CoalesceParams = CoalesceParams {

@@ -506,9 +506,13 @@ fn restore_puts_every_knob_back() {
     ];
     let mut outcomes = Vec::new();
     for a in &actions {
+        // What a journal records before writing is what the outcome reports afterwards.
+        let before = read_current(&root, &mut io, a);
         let Some((old, result)) = apply_moderation(&root, &mut io, a) else {
+            assert_eq!(before, None, "not a moderation action: {a:?}");
             continue;
         };
+        assert_eq!(before, old, "{a:?}");
         assert_eq!(result, Ok(true), "{a:?}");
         outcomes.push(Outcome {
             action: a.clone(),
