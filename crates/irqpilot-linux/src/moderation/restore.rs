@@ -101,7 +101,15 @@ pub fn restore_action(outcome: &Outcome) -> Result<Option<Action>, ParseError> {
     let (true, Some(old)) = (changed(outcome), outcome.old.as_deref()) else {
         return Ok(None);
     };
-    let action = match &outcome.action {
+    restore_for(&outcome.action, old)
+}
+
+/// The action that sets `action`'s knob back to `old` (as [`super::apply`] reports old values
+/// and [`super::apply::read_current`] reads them); `Ok(None)` for actions that are not about
+/// moderation. Only the knob's identity is taken from `action` (device and queue, controller,
+/// vector, parameter, IRQ), never its new value.
+pub fn restore_for(action: &Action, old: &str) -> Result<Option<Action>, ParseError> {
+    let action = match action {
         Action::SetCoalesce { device, queue, .. } => Action::SetCoalesce {
             device: device.clone(),
             queue: *queue,
