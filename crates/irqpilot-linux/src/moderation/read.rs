@@ -225,6 +225,15 @@ pub fn read_moderation(
     (inv, gaps)
 }
 
+/// Whether a gap (by its path) is one the moderation readers record: `ethtool:<dev>`,
+/// `dev/nvmeN`, the soft-moderation files.
+pub fn is_moderation_gap(path: &str) -> bool {
+    path.starts_with("ethtool:")
+        || path.starts_with("dev/nvme")
+        || path.contains("soft_moderation")
+        || path.contains("sw_moderation")
+}
+
 /// [`read_moderation`] into `machine`: sets [`Machine::moderation`] and adds the gaps (kept
 /// sorted by path).
 pub fn fill_moderation(root: &Root, machine: &mut Machine, io: &mut ModerationIo) {
