@@ -6,8 +6,8 @@
 
 use anyhow::{Context, Result};
 use irqpilot_core::FindingsConfig;
-use irqpilot_core::placement::PlacementConfig;
 use irqpilot_core::moderation::global::GlobalModerationConfig;
+use irqpilot_core::placement::PlacementConfig;
 use serde::Deserialize;
 use std::path::Path;
 

@@ -11,7 +11,6 @@
 pub mod cli;
 pub mod cmd;
 pub mod config;
-pub mod journal;
 pub mod render;
 
 use anyhow::Result;

@@ -9,7 +9,6 @@ mod common;
 
 use common::{copy_tree, firecracker, irqpilot, ok};
 use irqpilot::cmd::moderate::{ModerateReport, decide};
-use irqpilot::journal::{JOURNAL, read_journal, revert_plan};
 use irqpilot_core::moderation::global::{GlobalModerationConfig, GlobalModerator};
 use irqpilot_core::moderation::kernel_soft::KernelSoftModeration;
 use irqpilot_core::{
@@ -17,6 +16,7 @@ use irqpilot_core::{
 };
 use irqpilot_linux::LinuxPlatform;
 use irqpilot_linux::format::interrupts::{parse_interrupts, render_interrupts};
+use irqpilot_linux::journal::{DEFAULT_JOURNAL, Journal, Knob};
 use irqpilot_linux::moderation::ModerationIo;
 use irqpilot_linux::moderation::ethtool::EthtoolCoalesce;
 use irqpilot_linux::moderation::fake::{FakeEthtool, FakeNic, FakeNvme};
@@ -204,19 +204,27 @@ fn gsim_is_configured_journaled_sticky_and_reverted() {
     assert!(again.contains("plan: nothing to change"), "{again}");
     assert!(again.contains("kernel soft moderation on"), "{again}");
 
-    // Journaled inside the root; the journal restores every file.
-    let entries = read_journal(&root.join(JOURNAL)).unwrap();
-    assert_eq!(entries.len(), 6);
-    let plan = revert_plan(&entries).unwrap();
-    assert_eq!(plan.actions.len(), 6);
-    let report = LinuxPlatform::with_root(&root).apply(&plan);
-    assert_eq!(report.written(), 6, "{report:?}");
+    // Journaled (before writing) inside the root; `irqpilot revert` restores every file.
+    let journal = Journal::open(root.join(DEFAULT_JOURNAL)).unwrap();
+    assert_eq!(journal.entries().len(), 6);
+    let delay = Knob::SoftModeration {
+        param: "delay_us".into(),
+    };
+    let entry = journal.entries().iter().find(|e| e.knob == delay).unwrap();
+    assert_eq!(entry.old, "0");
+    let out = ok(&["--root", &r, "--format", "json", "revert"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["written"], 6, "{out}");
     assert_eq!(read(&root, "proc/irq/soft_moderation/delay_us"), "0\n");
     assert_eq!(
         read(&root, "proc/irq/soft_moderation/target_intr_rate"),
         "0\n"
     );
     assert_eq!(read(&root, "proc/irq/38/soft_moderation"), "0\n");
+    assert!(
+        !root.join(DEFAULT_JOURNAL).exists(),
+        "archived after a full revert"
+    );
 }
 
 /// `LinuxPlatform` whose fixture counters advance while it sleeps: IRQ 38 (eth0's rx queue,
@@ -375,4 +383,31 @@ fn plan_on_this_machine_writes_nothing() {
     for s in v["sources"].as_array().unwrap() {
         assert!(s["summary"].as_str().is_some_and(|t| !t.is_empty()), "{s}");
     }
+}
+
+/// The daemon runs the moderators next to placement: on a GSIM kernel its first period
+/// configures GSIM, journaled like placement's changes; `revert` undoes both.
+#[test]
+fn daemon_runs_moderation_next_to_placement() {
+    let (_dir, root) = gsim_fixture();
+    let r = s(&root);
+    let text = ok(&[
+        "--root", &r, "--format", "json", "daemon", "--once", "--force",
+    ]);
+    let line: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert!(line["written"].as_u64().unwrap() >= 6, "{text}");
+    assert_eq!(read(&root, "proc/irq/soft_moderation/delay_us"), "100\n");
+    assert_eq!(read(&root, "proc/irq/39/soft_moderation"), "1\n");
+    let journal = Journal::open(root.join(DEFAULT_JOURNAL)).unwrap();
+    assert!(
+        journal
+            .entries()
+            .iter()
+            .any(|e| e.knob == Knob::IrqSoftModeration { irq: 39.into() }),
+        "{:?}",
+        journal.entries()
+    );
+    ok(&["--root", &r, "revert"]);
+    assert_eq!(read(&root, "proc/irq/soft_moderation/delay_us"), "0\n");
+    assert_eq!(read(&root, "proc/irq/39/soft_moderation"), "0\n");
 }

@@ -11,9 +11,10 @@
 //!   targets written into the kernel and GSIM enabled on the device IRQs that offer it.
 //!
 //! Each action is shown with the IRQs it acts on and their measured rates. `--apply` then
-//! carries the plan out (old value first, write only what differs, read back), prints every
-//! outcome and records the changes for `irqpilot revert`; a refused action does not stop the
-//! others, and the exit status is 1 when any was refused.
+//! carries the plan out through the apply journal (every old value recorded before it is
+//! written, so `irqpilot revert` restores it; [`irqpilot_linux::journal`]), writing only what
+//! differs and reading back; every outcome is printed. A refused action does not stop the
+//! others; the exit status is 3 when some were refused (as for `apply`).
 //!
 //! `--format json` prints one [`ModerateReport`] object; its field names are a stable interface.
 
@@ -21,14 +22,13 @@ mod report;
 
 pub use report::*;
 
+use super::placement_common::{EXIT_PARTIAL, journaled, platform};
 use crate::Settings;
 use crate::cli::{Format, ModerateArgs};
-use crate::journal::{ChangeJournal, FileJournal};
 use anyhow::Result;
 use irqpilot_core::moderation::global::GlobalModerator;
 use irqpilot_core::moderation::kernel_soft::KernelSoftModeration;
 use irqpilot_core::{ApplyReport, Machine, Plan, Platform, Policy, PolicyInput, Rates};
-use irqpilot_linux::LinuxPlatform;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -96,10 +96,15 @@ pub fn policies(settings: &Settings) -> (GlobalModerator, KernelSoftModeration) 
     )
 }
 
-/// Runs `irqpilot moderate`.
+/// Runs `irqpilot moderate`: `--plan` on the Linux platform, `--apply` on the same platform
+/// behind the apply journal.
 pub fn run(args: &ModerateArgs, settings: &Settings) -> Result<ExitCode> {
-    let mut platform = LinuxPlatform::with_root(&settings.root);
-    run_on(&mut platform, args, settings)
+    if args.apply {
+        let mut p = journaled(settings, args.journal.journal.as_deref())?;
+        run_on(&mut p, args, settings)
+    } else {
+        run_on(&mut platform(settings)?, args, settings)
+    }
 }
 
 /// [`run`] on any platform (tests drive it with emulated devices).
@@ -113,16 +118,11 @@ pub fn run_on<P: Platform + ?Sized>(
     let decision = decide(platform, &mut [&mut global, &mut kernel], sample_ns)?;
     let applied: Option<ApplyReport> = if args.apply {
         let plan = decision.merged();
-        if plan.is_empty() {
-            Some(ApplyReport::default())
+        Some(if plan.is_empty() {
+            ApplyReport::default()
         } else {
-            // Opened first: a journal that cannot be written stops us before any change.
-            let mut journal = FileJournal::open_under(&settings.root)?;
-            let report = platform.apply(&plan);
-            let n = journal.record("moderate", &report)?;
-            tracing::info!(changes = n, journal = %journal.path().display(), "journaled");
-            Some(report)
-        }
+            platform.apply(&plan)
+        })
     } else {
         None
     };
@@ -143,7 +143,7 @@ pub fn run_on<P: Platform + ?Sized>(
     out.flush()?;
     let refused = applied.as_ref().map_or(0, ApplyReport::failures);
     Ok(if refused > 0 {
-        ExitCode::FAILURE
+        ExitCode::from(EXIT_PARTIAL)
     } else {
         ExitCode::SUCCESS
     })
