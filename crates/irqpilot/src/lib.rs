@@ -49,6 +49,8 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Isolate(a) => cmd::isolate::run(a, &settings),
         Command::Daemon(a) => cmd::daemon::run(a, &settings, cli.global.config.as_deref()),
         Command::Moderate(a) => cmd::moderate::run(a, &settings),
+        Command::Sim(a) => cmd::sim::run(a, &settings),
+        Command::Bench(a) => cmd::bench::run(a, &settings),
     }
 }
 
