@@ -9,7 +9,8 @@ mod report;
 mod summarize;
 
 pub use report::*;
-use summarize::{cache_summary, device_name, gap_entry, queue_groups, topology_summary};
+pub(crate) use summarize::gap_entry;
+use summarize::{cache_summary, device_name, queue_groups, topology_summary};
 pub use summarize::{device_kind, ranges};
 
 use crate::Settings;
