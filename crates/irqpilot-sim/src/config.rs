@@ -602,6 +602,9 @@ impl Scenario {
         if self.warmup_ms >= self.duration_ms {
             return Err("warmup_ms must be shorter than duration_ms".into());
         }
+        if let Some(m) = &self.moderator {
+            m.validate().map_err(|e| e.to_string())?;
+        }
         for n in &self.nic {
             if n.queues == 0 || !positive(n.link_gbps) || n.mtu_bytes < 64 || n.ring_size == 0 {
                 return Err(format!(

@@ -48,6 +48,9 @@ impl Config {
         c.placement
             .validate()
             .with_context(|| format!("config {origin}"))?;
+        c.moderation
+            .validate()
+            .with_context(|| format!("config {origin}"))?;
         Ok(c)
     }
 
@@ -119,6 +122,35 @@ mod tests {
         let e = Config::parse("[[placement.pin]]\ncpus = \"1\"\n", "p.toml").unwrap_err();
         assert!(format!("{e:#}").contains("pin[0]"), "{e:#}");
         assert!(Config::parse("[daemon]\nforce = true\n", "t").is_err());
+    }
+
+    #[test]
+    fn moderation_section_parses_and_is_checked() {
+        let c = Config::parse(
+            "[moderation]\ntarget_intr_rate = 2e6\nexclude = [\"eth0\", \"0000:3b:*\"]\nkernel_soft = false\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(c.moderation.target_intr_rate, 2e6);
+        assert_eq!(c.moderation.exclude, ["eth0", "0000:3b:*"]);
+        assert!(!c.moderation.kernel_soft);
+        for (text, key) in [
+            ("target_intr_rate = -1.0", "moderation.target_intr_rate"),
+            ("hardirq_percent = 120.0", "moderation.hardirq_percent"),
+            (
+                "delay_us = 10\nmin_delay_us = 20",
+                "moderation.min_delay_us",
+            ),
+            ("smoothing = 0.0", "moderation.smoothing"),
+            ("hysteresis = 1.0", "moderation.hysteresis"),
+            ("period_ms = 0", "moderation.period_ms"),
+            ("exclude = [\"\"]", "moderation.exclude"),
+            ("target_rate = 5.0", "target_rate"),
+        ] {
+            let e = Config::parse(&format!("[moderation]\n{text}\n"), "m.toml").unwrap_err();
+            let msg = format!("{e:#}");
+            assert!(msg.contains(key) && msg.contains("m.toml"), "{text}: {msg}");
+        }
     }
 
     #[test]

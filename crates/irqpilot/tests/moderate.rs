@@ -303,6 +303,15 @@ fn global_moderator_acts_on_an_emulated_nic() {
         rate: 2_000_000.0,
         now_ns: 1_000_000_000,
     };
+    // An excluded interface is measured but never touched, however hot.
+    let excluded = GlobalModerationConfig {
+        exclude: vec!["eth*".into()],
+        ..Default::default()
+    };
+    let mut global = GlobalModerator::new(excluded.clone());
+    let d = decide(&mut p, &mut [&mut global], 100_000_000).unwrap();
+    assert!(d.merged().actions.is_empty(), "{:?}", d.merged());
+
     let cfg = GlobalModerationConfig::default();
     let mut global = GlobalModerator::new(cfg.clone());
     let mut kernel = KernelSoftModeration::new(cfg.clone());

@@ -22,7 +22,9 @@
 //! Every constant is a field of [`GlobalModerationConfig`], documented there.
 
 use crate::ids::IrqNum;
+use crate::machine::Machine;
 use crate::moderation::knobs::Knob;
+use crate::placement::glob_match;
 use crate::plan::{Action, CoalesceParams, Plan};
 use crate::policy::{Policy, PolicyInput};
 use crate::snapshot::RowLabel;
@@ -56,6 +58,25 @@ pub struct GlobalModerationConfig {
     /// Weight of the newest period in the smoothed per-source rates (1 = no smoothing). Rates
     /// measured over one short period are noisy; acting on noise makes a loop oscillate.
     pub smoothing: f64,
+    /// Devices the moderators never touch, by interface, NVMe controller or PCI address (globs
+    /// with `*` and `?`): e.g. the management interface, or a NIC whose driver resets its queues
+    /// when coalescing changes. Their interrupts still count against the target.
+    pub exclude: Vec<String>,
+    /// Whether to configure the kernel's own software moderation (GSIM) where the kernel has it.
+    /// Off: GSIM's parameters and per-IRQ switches are left as they are.
+    pub kernel_soft: bool,
+}
+
+/// A `[moderation]` value the moderators cannot work with.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("moderation.{field} = {value}: {why}")]
+pub struct ModerationConfigError {
+    /// The key.
+    pub field: &'static str,
+    /// The value given.
+    pub value: String,
+    /// The range.
+    pub why: &'static str,
 }
 
 impl Default for GlobalModerationConfig {
@@ -70,7 +91,85 @@ impl Default for GlobalModerationConfig {
             rx_frames: 64,
             period_ms: 10,
             smoothing: 0.5,
+            exclude: Vec::new(),
+            kernel_soft: true,
         }
+    }
+}
+
+impl GlobalModerationConfig {
+    /// Checks every value is in a range the moderators can work with.
+    pub fn validate(&self) -> Result<(), ModerationConfigError> {
+        let bad = |field, value: String, why| Err(ModerationConfigError { field, value, why });
+        let f = |v: f64, lo_open: f64, hi: f64| v.is_finite() && v > lo_open && v <= hi;
+        if !f(self.target_intr_rate, 0.0, f64::MAX) {
+            return bad(
+                "target_intr_rate",
+                self.target_intr_rate.to_string(),
+                "must be a finite rate > 0 (interrupts/s)",
+            );
+        }
+        if !f(self.hardirq_percent, 0.0, 100.0) {
+            return bad(
+                "hardirq_percent",
+                self.hardirq_percent.to_string(),
+                "must be in (0, 100]",
+            );
+        }
+        if self.delay_us == 0 {
+            return bad("delay_us", "0".into(), "must be >= 1 (microseconds)");
+        }
+        if self.min_delay_us > self.delay_us {
+            return bad(
+                "min_delay_us",
+                self.min_delay_us.to_string(),
+                "must not exceed delay_us",
+            );
+        }
+        if !(self.hysteresis.is_finite() && (0.0..1.0).contains(&self.hysteresis)) {
+            return bad(
+                "hysteresis",
+                self.hysteresis.to_string(),
+                "must be in [0, 1)",
+            );
+        }
+        if !f(self.relax, 0.0, 1.0) {
+            return bad("relax", self.relax.to_string(), "must be in (0, 1]");
+        }
+        if self.rx_frames == 0 {
+            return bad("rx_frames", "0".into(), "must be >= 1");
+        }
+        if self.period_ms == 0 {
+            return bad("period_ms", "0".into(), "must be >= 1 (milliseconds)");
+        }
+        if !f(self.smoothing, 0.0, 1.0) {
+            return bad("smoothing", self.smoothing.to_string(), "must be in (0, 1]");
+        }
+        if let Some(p) = self.exclude.iter().find(|p| p.trim().is_empty()) {
+            return bad("exclude", format!("{p:?}"), "patterns must not be empty");
+        }
+        Ok(())
+    }
+
+    /// Whether `irq` (with `knob`) belongs to a device listed in `exclude`.
+    pub fn excludes(&self, machine: &Machine, irq: IrqNum, knob: &Knob) -> bool {
+        if self.exclude.is_empty() {
+            return false;
+        }
+        let info = machine.irqs.get(&irq);
+        let names = [
+            match knob {
+                Knob::NicQueue { device, .. } => Some(device.clone()),
+                Knob::NvmeController { controller, .. } => Some(controller.clone()),
+                Knob::Soft { .. } => None,
+            },
+            info.and_then(|i| i.queue.as_ref()).map(|q| q.owner.clone()),
+            info.and_then(|i| i.device.as_ref()).map(|d| d.to_string()),
+        ];
+        names
+            .iter()
+            .flatten()
+            .any(|n| self.exclude.iter().any(|p| glob_match(p, n)))
     }
 }
 
@@ -173,6 +272,7 @@ impl GlobalModerator {
         let movable: Vec<(IrqNum, f64)> = knobs
             .iter()
             .filter(|(_, k)| !matches!(k, Knob::Soft { .. }))
+            .filter(|(irq, k)| !self.cfg.excludes(m, **irq, k))
             .map(|(irq, _)| (*irq, rate.get(irq).copied().unwrap_or(0.0)))
             .collect();
         let fixed_use = device_total - movable.iter().map(|(_, r)| r).sum::<f64>();
@@ -365,6 +465,9 @@ impl Policy for GlobalModerator {
         };
         let mut nvme: BTreeMap<String, (u8, u16)> = BTreeMap::new();
         for (irq, knob) in knobs {
+            if self.cfg.excludes(input.machine, *irq, knob) {
+                continue;
+            }
             let want = self.delay.get(irq).copied();
             match knob {
                 Knob::NicQueue {

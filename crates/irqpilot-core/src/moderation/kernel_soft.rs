@@ -62,6 +62,13 @@ impl Policy for KernelSoftModeration {
         let Some(soft) = &inv.soft else {
             return plan;
         };
+        if !self.cfg.kernel_soft {
+            plan.notes.push(
+                "kernel soft moderation present but left alone (moderation.kernel_soft = false)"
+                    .to_string(),
+            );
+            return plan;
+        }
         for (name, value) in self.wanted() {
             // v1/v2 kernels spell the rate target_irq_rate; the actuator maps the name.
             let cur = soft.params.get(name).or_else(|| {
@@ -87,7 +94,8 @@ impl Policy for KernelSoftModeration {
         }
         let mut enabled = 0usize;
         for (irq, knob) in &inv.knobs {
-            let device = input.machine.irqs.get(irq).is_some_and(|i| i.is_device());
+            let device = input.machine.irqs.get(irq).is_some_and(|i| i.is_device())
+                && !self.cfg.excludes(input.machine, *irq, knob);
             if let (Knob::Soft { enabled: false }, true) = (knob, device) {
                 plan.actions.push(Action::SetIrqSoftModeration {
                     irq: *irq,
@@ -216,5 +224,30 @@ mod tests {
         );
         let bare = Machine::default();
         assert!(decide(&mut p, &bare).is_empty());
+    }
+
+    #[test]
+    fn opt_out_and_excluded_devices() {
+        let m = machine(0, "target_intr_rate");
+        let mut off = KernelSoftModeration::new(GlobalModerationConfig {
+            kernel_soft: false,
+            ..Default::default()
+        });
+        let plan = decide(&mut off, &m);
+        assert!(plan.actions.is_empty(), "{plan:?}");
+        assert!(plan.notes[0].contains("kernel_soft = false"), "{plan:?}");
+        let mut excl = KernelSoftModeration::new(GlobalModerationConfig {
+            exclude: vec!["nvme*".into()],
+            ..Default::default()
+        });
+        let plan = decide(&mut excl, &m);
+        assert!(
+            !plan
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::SetIrqSoftModeration { .. })),
+            "nvme0's IRQ is excluded: {plan:?}"
+        );
+        assert_eq!(plan.actions.len(), 3, "the targets are still written");
     }
 }
