@@ -19,11 +19,13 @@
 #![warn(missing_docs)]
 
 pub mod config;
+mod contention;
 mod cq;
 pub mod engine;
 mod gsim;
 mod metrics;
 mod model;
+pub mod placement;
 mod platform;
 pub mod report;
 pub mod rng;
@@ -32,11 +34,12 @@ pub mod scenarios;
 mod sim;
 mod sim_platform;
 pub mod time;
+mod vectors;
 mod workload;
 
 pub use config::{ConfigError, Scenario};
 pub use metrics::{MAX_SERIES_POINTS, SeriesPoint};
 pub use report::Report;
-pub use runner::run_scenario;
+pub use runner::{run_scenario, run_scenario_observed};
 pub use sim::Sim;
 pub use sim_platform::SimPlatform;

@@ -82,6 +82,22 @@ pub struct SimStats {
     pub packets: u64,
 }
 
+/// What the placement policy did during the whole run (warm-up included).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PlacementReport {
+    /// `none`, `rotate`, `static`, `irqpilot` or `irqbalance`.
+    pub policy: String,
+    /// Rounds that asked for at least one affinity change (rotations, control periods).
+    pub rounds: u64,
+    /// Affinity writes that changed an IRQ's requested CPUs.
+    pub writes: u64,
+    /// Moves of an effective CPU over the whole run (`migrations` counts the measured part).
+    pub migrations_total: u64,
+    /// Affinity writes the kernel refused, by refusal (`no-vector-space` is ENOSPC,
+    /// `managed` EIO/EPERM, `invalid` EINVAL).
+    pub refused: std::collections::BTreeMap<String, u64>,
+}
+
 /// A run's results.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
@@ -121,6 +137,11 @@ pub struct Report {
     pub platform: PlatformReport,
     /// Losses.
     pub drops: Drops,
+    /// IRQ moves that changed an effective CPU during the measured interval.
+    pub migrations: u64,
+    /// What the placement policy did, when the scenario has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<PlacementReport>,
     /// Time series.
     pub series: Vec<SeriesPoint>,
     /// Bookkeeping.
@@ -233,6 +254,8 @@ impl Sim {
             drops: Drops {
                 nic_packets: dropped,
             },
+            migrations: self.migrations - self.migrations_at_warmup.min(self.migrations),
+            placement: None,
             series: m.series.clone(),
             sim: SimStats {
                 events: self.events.handled(),

@@ -18,6 +18,8 @@ builtin!(
     "aim-e1000-idle-lowload",
     "aim-e1000-pingpong",
     "aim-e1000-pingpong-lowload",
+    "balance-p4-4nic-netperf",
+    "balance-p4-4nic-netperf-lowload",
     "nic-100g-32q",
     "nic-100g-32q-lowload",
     "nic-200g-160q-10vm",
