@@ -422,6 +422,9 @@ pub enum WorkloadCfg {
     /// the receiver consumes data (ACK clocking), paced at `load` x line rate / flows. Moderation
     /// delay lengthens every flow's round trip, which is what per-queue adaptive moderation sees.
     Bulk {
+        /// Simulated time at which the workload starts (a load step).
+        #[serde(default)]
+        start_ms: u64,
         /// NIC name.
         nic: String,
         /// Sender pacing: fraction of line rate offered in total.
@@ -442,10 +445,17 @@ pub enum WorkloadCfg {
         /// it keeps flows sharing a queue from marching in lockstep.
         #[serde(default)]
         jitter_us: f64,
+        /// Fraction of the flows that RSS puts on the NIC's first queue (elephant flows hashing
+        /// together); the rest spread evenly. 0 = even spread.
+        #[serde(default)]
+        hot_fraction: f64,
     },
     /// Bulk transmit (TSO segments) at a fraction of line rate; completions come back on the
     /// queues' shared TX/RX vectors.
     BulkTx {
+        /// Simulated time at which the workload starts (a load step).
+        #[serde(default)]
+        start_ms: u64,
         /// NIC name.
         nic: String,
         /// Offered load, fraction of line rate.
@@ -456,6 +466,9 @@ pub enum WorkloadCfg {
     },
     /// Open-loop Poisson arrivals of single-packet requests.
     Poisson {
+        /// Simulated time at which the workload starts (a load step).
+        #[serde(default)]
+        start_ms: u64,
         /// NIC name.
         nic: String,
         /// Requests per second.
@@ -474,6 +487,9 @@ pub enum WorkloadCfg {
     /// response plus `think_us`. Latency is measured at the client: request sent to response
     /// received (including `wire_rtt_us`).
     Rpc {
+        /// Simulated time at which the workload starts (a load step).
+        #[serde(default)]
+        start_ms: u64,
         /// NIC name.
         nic: String,
         /// Concurrent clients (flows).
@@ -496,6 +512,9 @@ pub enum WorkloadCfg {
     },
     /// fio-like random reads on every drive of an NVMe group.
     Fio {
+        /// Simulated time at which the workload starts (a load step).
+        #[serde(default)]
+        start_ms: u64,
         /// NVMe group name.
         nvme: String,
         /// Outstanding I/Os per queue (jobs on that queue's CPU x iodepth).
@@ -539,6 +558,20 @@ pub struct MetricsCfg {
 impl Default for MetricsCfg {
     fn default() -> Self {
         MetricsCfg { series_ms: 10 }
+    }
+}
+
+impl WorkloadCfg {
+    /// When the workload starts, ns.
+    pub fn start_ns(&self) -> u64 {
+        let ms = match self {
+            WorkloadCfg::Bulk { start_ms, .. }
+            | WorkloadCfg::BulkTx { start_ms, .. }
+            | WorkloadCfg::Poisson { start_ms, .. }
+            | WorkloadCfg::Rpc { start_ms, .. }
+            | WorkloadCfg::Fio { start_ms, .. } => *start_ms,
+        };
+        ms.saturating_mul(1_000_000)
     }
 }
 

@@ -33,6 +33,7 @@ mod runner;
 pub mod scenarios;
 mod sim;
 mod sim_platform;
+pub mod tables;
 pub mod time;
 mod vectors;
 mod workload;

@@ -58,6 +58,8 @@ pub(crate) struct Metrics {
     pub base_src_irqs: Vec<u64>,
     /// Per-CPU (hard, soft, app) ns and interrupts at the end of warm-up.
     pub base_cpu: Vec<(u64, u64, u64, u64)>,
+    /// Per NIC queue received bytes, and per NVMe queue completions, at the end of warm-up.
+    pub base_queue_work: Vec<u64>,
     /// Request or I/O latency, ns (`None` only if the histogram could not be built).
     pub latency: Option<Histogram<u64>>,
     pub series: Vec<SeriesPoint>,
@@ -108,6 +110,7 @@ impl Metrics {
             warm_at: None,
             base_src_irqs: Vec::new(),
             base_cpu: Vec::new(),
+            base_queue_work: Vec::new(),
             latency,
             series: Vec::new(),
             series_step_ms: 0,

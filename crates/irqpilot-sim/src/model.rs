@@ -220,9 +220,9 @@ pub(crate) struct Nic {
     pub vm_exit_ns: u64,
     pub wire_tx_free: SimTime,
     pub dropped: u64,
-    /// (end of link backlog in ns, queue) for queues with data in flight; lazily pruned.
+    /// (landing end in ns, queue) of every train still landing.
     pub active: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
-    /// Queues whose link backlog has not drained.
+    /// Trains still landing on this NIC.
     pub busy_queues: u32,
 }
 
@@ -236,6 +236,8 @@ pub(crate) struct NicQueue {
     pub tx: Cq,
     /// When this queue's share of the link has delivered everything sent to it so far.
     pub link_free: SimTime,
+    /// Trains for this queue still landing.
+    pub trains: u32,
     pub napi_scheduled: bool,
     pub rx_pkts: u64,
     pub rx_bytes: u64,
@@ -275,6 +277,8 @@ pub(crate) struct Flow {
     pub inflight: u64,
     /// Earliest time the sender's pacing allows the next chunk.
     pub next_send: SimTime,
+    /// Bytes the receiver consumed so far (fairness between flows).
+    pub delivered: u64,
 }
 
 /// A bulk workload's parameters, resolved once.
@@ -303,6 +307,8 @@ pub(crate) struct WlState {
     pub flows: Vec<Flow>,
     /// Send time (ns) of each client's or request id's outstanding request.
     pub sent: Vec<u64>,
+    /// Requests completed per RPC client (fairness between clients).
+    pub done: Vec<u64>,
 }
 
 /// Scenario-derived handle so `sim.rs` can look up workload parameters quickly.

@@ -6,13 +6,16 @@
 //! is the total rate, not per-CPU load. GSIM v4's sensitivity data show a sharp knee (no loss at
 //! 1.0 M/s, large loss at 1.25-2 M/s on one platform), which a linear model cannot produce.
 //!
-//! Model (ours, phenomenological and documented as such): the platform keeps an exponentially
-//! weighted estimate `R` of the MSI rate (time constant `rate_window_us`); device DMA runs at
+//! Model (ours, phenomenological and documented as such): the platform measures the MSI rate `R`
+//! over a sliding window of `rate_window_us` (eight buckets); device DMA runs at
 //! efficiency `eta = min(1, (knee / R)^gamma)`, floored at `min_efficiency`; an MSI reaches its
 //! CPU `msi_latency_us` after the write, plus queueing when above the knee.
 
 use crate::config::PlatformCfg;
 use crate::time::{SimTime, US};
+
+/// Buckets in the sliding rate window.
+const BUCKETS: usize = 8;
 
 /// Platform state.
 #[derive(Clone, Debug)]
@@ -20,43 +23,63 @@ pub(crate) struct Platform {
     knee: f64,
     gamma: f64,
     min_eff: f64,
-    tau_ns: f64,
     base_latency_ns: u64,
-    rate: f64,
-    last: SimTime,
+    bucket_ns: u64,
+    /// MSIs per bucket, ring indexed by `(time / bucket_ns) % BUCKETS`.
+    counts: [u64; BUCKETS],
+    /// Bucket number (`time / bucket_ns`) of the newest bucket.
+    head: u64,
+    /// Time of the last update (the newest bucket covers up to here).
+    last: u64,
+    in_window: u64,
     /// MSIs written so far.
     pub msis: u64,
 }
 
 impl Platform {
     pub(crate) fn new(cfg: &PlatformCfg) -> Platform {
+        let window_ns = (cfg.rate_window_us * US as f64).max(BUCKETS as f64) as u64;
         Platform {
             knee: cfg.knee_per_sec().max(1.0),
             gamma: cfg.gamma.max(0.0),
             min_eff: cfg.min_efficiency.clamp(0.001, 1.0),
-            tau_ns: (cfg.rate_window_us * US as f64).max(1.0),
             base_latency_ns: crate::time::us_to_ns(cfg.msi_latency_us),
-            rate: 0.0,
-            last: SimTime::ZERO,
+            bucket_ns: window_ns / BUCKETS as u64,
+            counts: [0; BUCKETS],
+            head: 0,
+            last: 0,
+            in_window: 0,
             msis: 0,
         }
     }
 
-    fn decay_to(&mut self, now: SimTime) {
-        let dt = now.since(self.last) as f64;
-        if dt > 0.0 {
-            self.rate *= (-dt / self.tau_ns).exp();
-            self.last = now;
+    /// Slides the window so its newest bucket holds `now`.
+    fn advance(&mut self, now: SimTime) {
+        self.last = self.last.max(now.ns());
+        let b = now.ns() / self.bucket_ns;
+        if b <= self.head {
+            return;
         }
+        if b - self.head >= BUCKETS as u64 {
+            self.counts = [0; BUCKETS];
+            self.in_window = 0;
+        } else {
+            for n in self.head + 1..=b {
+                let slot = (n % BUCKETS as u64) as usize;
+                self.in_window -= self.counts[slot];
+                self.counts[slot] = 0;
+            }
+        }
+        self.head = b;
     }
 
     /// Records an MSI write at `now`; returns the delay until it reaches the CPU.
     pub(crate) fn msi(&mut self, now: SimTime) -> u64 {
-        self.decay_to(now);
-        // Each event adds 1/tau to an exponentially decaying rate estimate (events/ns -> /s).
-        self.rate += 1e9 / self.tau_ns;
+        self.advance(now);
+        self.counts[(self.head % BUCKETS as u64) as usize] += 1;
+        self.in_window += 1;
         self.msis += 1;
-        let over = self.rate / self.knee;
+        let over = self.rate() / self.knee;
         if over > 1.0 {
             // Serialized writes queue behind each other above the knee.
             self.base_latency_ns + ((over - 1.0) * US as f64) as u64
@@ -65,10 +88,17 @@ impl Platform {
         }
     }
 
+    /// MSIs per second over the time the window covers: the older buckets in full and the
+    /// newest one up to the last update.
+    fn rate(&self) -> f64 {
+        let covered = (BUCKETS as u64 - 1) * self.bucket_ns + self.last % self.bucket_ns + 1;
+        self.in_window as f64 * 1e9 / covered as f64
+    }
+
     /// Current MSI rate estimate (per second).
     pub(crate) fn rate_at(&mut self, now: SimTime) -> f64 {
-        self.decay_to(now);
-        self.rate
+        self.advance(now);
+        self.rate()
     }
 
     /// DMA efficiency at `now` (1.0 below the knee).
@@ -76,6 +106,8 @@ impl Platform {
         let r = self.rate_at(now);
         if r <= self.knee {
             1.0
+        } else if self.gamma == 1.0 {
+            (self.knee / r).max(self.min_eff)
         } else {
             (self.knee / r).powf(self.gamma).max(self.min_eff)
         }

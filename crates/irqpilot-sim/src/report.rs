@@ -66,11 +66,52 @@ pub struct PlatformReport {
     pub msi_per_sec: f64,
 }
 
+/// How evenly units of equal demand were served over the measured interval: bulk flows
+/// (bytes delivered), RPC clients (requests completed), NVMe queues (I/Os completed). Units
+/// that did nothing at all are left out (they never started).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Fairness {
+    /// Jain's index `(sum x)^2 / (n sum x^2)`: 1 = equal, 1/n = one queue gets everything.
+    pub jain: f64,
+    /// Least-served over best-served queue.
+    pub min_over_max: f64,
+    /// Units counted.
+    pub units: usize,
+}
+
+/// Jain's index and min/max of non-zero work amounts.
+pub fn fairness(work: &[f64]) -> Option<Fairness> {
+    let x: Vec<f64> = work.iter().copied().filter(|v| *v > 0.0).collect();
+    if x.is_empty() {
+        return None;
+    }
+    let sum: f64 = x.iter().sum();
+    let sq: f64 = x.iter().map(|v| v * v).sum();
+    let max = x.iter().copied().fold(0.0, f64::max);
+    let min = x.iter().copied().fold(f64::INFINITY, f64::min);
+    Some(Fairness {
+        jain: round(sum * sum / (x.len() as f64 * sq), 4),
+        min_over_max: round(min / max, 4),
+        units: x.len(),
+    })
+}
+
 /// Packets and I/Os lost.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Drops {
     /// Packets dropped at the NIC (buffer or RX ring full).
     pub nic_packets: u64,
+}
+
+/// GSIM at the end of the run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GsimReport {
+    /// Mean per-CPU delay (`mod_ns`) over CPUs that took moderated interrupts, us.
+    pub mean_delay_us: f64,
+    /// Largest per-CPU delay, us.
+    pub max_delay_us: f64,
+    /// Epochs, over all CPUs, that ended above target.
+    pub epochs_above: u64,
 }
 
 /// Simulation bookkeeping (deterministic counts only; wall time is never in the JSON).
@@ -137,6 +178,12 @@ pub struct Report {
     pub platform: PlatformReport,
     /// Losses.
     pub drops: Drops,
+    /// How evenly queues were served.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<Fairness>,
+    /// Kernel software moderation (GSIM) state at the end, when enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gsim: Option<GsimReport>,
     /// IRQ moves that changed an effective CPU during the measured interval.
     pub migrations: u64,
     /// What the placement policy did, when the scenario has one.
@@ -254,6 +301,32 @@ impl Sim {
             drops: Drops {
                 nic_packets: dropped,
             },
+            fairness: {
+                let now = self.queue_work();
+                let work: Vec<f64> = now
+                    .iter()
+                    .zip(m.base_queue_work.iter().chain(std::iter::repeat(&0)))
+                    .map(|(a, b)| a.saturating_sub(*b) as f64)
+                    .collect();
+                fairness(&work)
+            },
+            gsim: self.gsim.cfg.enabled.then(|| {
+                let active: Vec<f64> = self
+                    .gsim
+                    .cpus
+                    .iter()
+                    .filter(|c| c.epoch_start.ns() > 0)
+                    .map(|c| c.mod_ns as f64 / 1000.0)
+                    .collect();
+                GsimReport {
+                    mean_delay_us: round(
+                        active.iter().sum::<f64>() / active.len().max(1) as f64,
+                        3,
+                    ),
+                    max_delay_us: round(active.iter().copied().fold(0.0, f64::max), 3),
+                    epochs_above: self.gsim.cpus.iter().map(|c| c.epochs_above).sum(),
+                }
+            }),
             migrations: self.migrations - self.migrations_at_warmup.min(self.migrations),
             placement: None,
             series: m.series.clone(),

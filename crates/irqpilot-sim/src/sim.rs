@@ -128,6 +128,7 @@ impl Sim {
                     rx: Cq::new(n.ring_size),
                     tx: Cq::new(n.ring_size.max(4096)),
                     link_free: SimTime::ZERO,
+                    trains: 0,
                     napi_scheduled: false,
                     rx_pkts: 0,
                     rx_bytes: 0,
@@ -231,6 +232,7 @@ impl Sim {
                 next_id: 0,
                 flows: Vec::new(),
                 sent: Vec::new(),
+                done: Vec::new(),
             })
             .collect();
         let end = SimTime(sc.duration_ms * MS);
@@ -832,6 +834,19 @@ impl Sim {
             .map(|c| (c.hard_ns, c.soft_ns, c.app_ns, c.interrupts))
             .collect();
         self.m.last_sample = (self.now, self.m.c.clone());
+    }
+
+    /// Work done so far by each unit of equal demand: every bulk flow (bytes delivered), every
+    /// RPC client (requests completed), every NVMe queue (I/Os completed; fio gives each queue
+    /// the same depth).
+    pub(crate) fn queue_work(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = Vec::new();
+        for w in &self.wls {
+            v.extend(w.flows.iter().map(|f| f.delivered));
+            v.extend(w.done.iter().copied());
+        }
+        v.extend(self.vq.iter().map(|q| q.completed));
+        v
     }
 
     fn on_sample(&mut self) {

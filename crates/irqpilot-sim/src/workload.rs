@@ -27,6 +27,7 @@ pub(crate) fn bulk_params(
             chunk_kb,
             wire_rtt_us,
             jitter_us,
+            ..
         } => {
             let ni = nic_index(sc, nic)?;
             let n = &nics[ni];
@@ -51,16 +52,28 @@ impl Sim {
     pub(crate) fn start_workloads(&mut self) {
         for wi in 0..self.sc.workload.len() {
             let wl = wi as u16;
+            let start = self.sc.workload[wi].start_ns();
             match self.sc.workload[wi].clone() {
-                WorkloadCfg::Bulk { nic, flows, .. } => {
+                WorkloadCfg::Bulk {
+                    nic,
+                    flows,
+                    hot_fraction,
+                    ..
+                } => {
                     let Some(ni) = nic_index(&self.sc, &nic) else {
                         continue;
                     };
                     let n = &self.nics[ni];
                     let nflows = if flows == 0 { 4 * n.queues } else { flows };
+                    let hot = (hot_fraction.clamp(0.0, 1.0) * nflows as f64).round() as u32;
                     for f in 0..nflows {
-                        let q = self.rss_queue(ni, f);
+                        let q = if f < hot {
+                            n.first_q
+                        } else {
+                            self.rss_queue(ni, f)
+                        };
                         self.wls[wi].flows.push(Flow {
+                            delivered: 0,
                             q,
                             inflight: 0,
                             next_send: SimTime::ZERO,
@@ -68,7 +81,7 @@ impl Sim {
                     }
                     for f in 0..nflows {
                         // Senders start at random times within the first 20 us.
-                        let t = self.wls[wi].rng.below(20_000);
+                        let t = start + self.wls[wi].rng.below(20_000);
                         self.wls[wi].flows[f as usize].next_send = SimTime(t);
                         self.flow_send(wl, f, SimTime(t));
                     }
@@ -80,7 +93,7 @@ impl Sim {
                     let n = &self.nics[ni];
                     for q in n.first_q..n.first_q + n.queues {
                         let gap = self.train_gap_ns(wi, ni);
-                        let t = self.wls[wi].rng.below(gap.max(1));
+                        let t = start + self.wls[wi].rng.below(gap.max(1));
                         self.events.push(SimTime(t), Ev::TxSegment { wl, q });
                     }
                 }
@@ -90,13 +103,13 @@ impl Sim {
                     for c in 0..clients.min(0x00ff_ffff) {
                         // Spread the first requests over one think time (or 10 us).
                         let spread = us_to_ns(think_us).max(10_000);
-                        let t = self.wls[wi].rng.below(spread);
+                        let t = start + self.wls[wi].rng.below(spread);
                         self.events
                             .push(SimTime(t), Ev::ClientSend { wl, client: c });
                     }
                 }
                 WorkloadCfg::Poisson { .. } => {
-                    let t = self.poisson_gap(wi);
+                    let t = start + self.poisson_gap(wi);
                     self.events.push(SimTime(t), Ev::PoissonArrive { wl });
                 }
                 WorkloadCfg::Fio { nvme, iodepth, .. } => {
@@ -111,7 +124,7 @@ impl Sim {
                         // Start staggered: one I/O at a time over the first media latency.
                         let lat = self.drives[self.vq[q as usize].drive as usize].latency_ns;
                         for _ in 0..iodepth {
-                            let t = SimTime(self.wls[wi].rng.below(lat.max(1)));
+                            let t = SimTime(start + self.wls[wi].rng.below(lat.max(1)));
                             self.nvme_submit_at(q, 1, t);
                         }
                     }
@@ -147,39 +160,37 @@ impl Sim {
 
     /// `n` packets of `bytes` for NIC queue `q` reach the NIC's link at `now`.
     ///
-    /// The link and the NIC's DMA are shared packet by packet among the queues that have data in
-    /// flight (a switch interleaves many senders), and each queue's own trains follow one another
-    /// in order. So with `k` queues busy, this queue's packets land `k x max(wire, DMA)` apart,
-    /// after the queue's earlier trains. DMA time is wire time divided by the platform's DMA
-    /// efficiency, so above the MSI knee every queue slows down. Packets that find the RX ring
-    /// full are dropped.
+    /// The link and the NIC's DMA are shared packet by packet among the trains in flight (a
+    /// switch interleaves many senders), so a queue receives the share of its own trains: with
+    /// `k` trains in flight on the link and `kq` of them for this queue, its packets land
+    /// `k / kq x max(wire, DMA)` apart. A queue's trains land in order (its ring stays FIFO).
+    /// DMA time is wire time divided by the platform's DMA efficiency, so above the MSI knee
+    /// everything slows down. Packets that find the RX ring full are dropped.
     pub(crate) fn nic_rx(&mut self, q: u32, n: u32, bytes: u32, tag: u32, aux: u64) -> u32 {
         let now = self.now;
         let eff = self.plat.efficiency(now);
         let nqi = q as usize;
         let ni = self.nq[nqi].nic as usize;
-        let nic = &mut self.nics[ni];
-        let wire_ns = bytes as f64 * 8.0 / nic.link_bps * 1e9;
-        let per_pkt = wire_ns / eff.min(1.0);
-        // Retire queues whose link backlog has drained.
-        while let Some(&std::cmp::Reverse((end, qq))) = nic.active.peek() {
+        // Retire trains that have fully landed.
+        while let Some(&std::cmp::Reverse((end, qq))) = self.nics[ni].active.peek() {
             if end > now.ns() {
                 break;
             }
-            nic.active.pop();
-            if self.nq[qq as usize].link_free.ns() == end {
-                nic.busy_queues -= 1;
-            }
+            self.nics[ni].active.pop();
+            self.nics[ni].busy_queues -= 1; // counts trains in flight
+            self.nq[qq as usize].trains -= 1;
         }
+        let nic = &mut self.nics[ni];
+        let wire_ns = bytes as f64 * 8.0 / nic.link_bps * 1e9;
+        let per_pkt = wire_ns / eff.min(1.0);
         let nq = &mut self.nq[nqi];
-        let idle = nq.link_free <= now;
-        let k = nic.busy_queues as f64 + if idle { 1.0 } else { 0.0 };
-        let spacing = per_pkt * k.max(1.0);
+        let k = nic.busy_queues as f64 + 1.0;
+        let kq = nq.trains as f64 + 1.0;
+        let spacing = per_pkt * k / kq;
         let t0 = now.max(nq.link_free).after(spacing as u64);
         let end = t0.after((spacing * (n - 1) as f64) as u64);
-        if idle {
-            nic.busy_queues += 1;
-        }
+        nic.busy_queues += 1;
+        nq.trains += 1;
         nq.link_free = end.after(1);
         nic.active.push(std::cmp::Reverse((nq.link_free.ns(), q)));
         let landed = nq
@@ -232,6 +243,7 @@ impl Sim {
             return;
         };
         f.inflight = f.inflight.saturating_sub(bytes);
+        f.delivered += bytes;
         let ack_at = self.now.after(rtt / 2);
         self.flow_send(wl, flow, ack_at);
     }
@@ -408,6 +420,11 @@ impl Sim {
         if self.m.counting() {
             self.m.c.transactions += 1;
         }
+        let done = &mut self.wls[wi].done;
+        if done.len() <= client as usize {
+            done.resize(client as usize + 1, 0);
+        }
+        done[client as usize] += 1;
         if matches!(self.sc.workload[wi], WorkloadCfg::Rpc { .. }) {
             let think_ns = self.wls[wi].rng.exp_ns(us_to_ns(think) as f64);
             self.events

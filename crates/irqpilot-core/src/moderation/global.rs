@@ -53,6 +53,9 @@ pub struct GlobalModerationConfig {
     pub rx_frames: u32,
     /// Control period, milliseconds (the daemon's and the twin's sampling interval).
     pub period_ms: u64,
+    /// Weight of the newest period in the smoothed per-source rates (1 = no smoothing). Rates
+    /// measured over one short period are noisy; acting on noise makes a loop oscillate.
+    pub smoothing: f64,
 }
 
 impl Default for GlobalModerationConfig {
@@ -66,6 +69,7 @@ impl Default for GlobalModerationConfig {
             relax: 0.125,
             rx_frames: 64,
             period_ms: 10,
+            smoothing: 0.5,
         }
     }
 }
@@ -80,6 +84,8 @@ pub struct GlobalModerator {
     nvme_threshold: BTreeMap<String, f64>,
     /// Knob settings found before the moderator first changed them, restored when it lets go.
     original: BTreeMap<IrqNum, Knob>,
+    /// Smoothed interrupt rate per IRQ.
+    smoothed: BTreeMap<IrqNum, f64>,
 }
 
 /// What a source's rate calls for this period.
@@ -125,6 +131,7 @@ impl GlobalModerator {
             delay: BTreeMap::new(),
             nvme_threshold: BTreeMap::new(),
             original: BTreeMap::new(),
+            smoothed: BTreeMap::new(),
         }
     }
 
@@ -148,9 +155,13 @@ impl GlobalModerator {
         let knobs = &m.moderation.knobs;
         // Per-IRQ rates of this period.
         let mut rate: HashMap<IrqNum, f64> = HashMap::new();
+        let w = self.cfg.smoothing.clamp(0.01, 1.0);
         for row in &rates.rows {
             if let RowLabel::Irq(n) = row.label {
-                rate.insert(n, row.total_per_sec);
+                let prev = self.smoothed.get(&n).copied().unwrap_or(row.total_per_sec);
+                let r = prev + w * (row.total_per_sec - prev);
+                self.smoothed.insert(n, r);
+                rate.insert(n, r);
             }
         }
         let device_total: f64 = m
@@ -165,8 +176,15 @@ impl GlobalModerator {
             .map(|(irq, _)| (*irq, rate.get(irq).copied().unwrap_or(0.0)))
             .collect();
         let fixed_use = device_total - movable.iter().map(|(_, r)| r).sum::<f64>();
-        let budget = (self.cfg.target_intr_rate - fixed_use).max(0.0);
-        let level = water_level(&movable.iter().map(|(_, r)| *r).collect::<Vec<_>>(), budget);
+        // Aim at the middle of the hysteresis band, not its edge, so a correction lands where
+        // the loop holds still.
+        let aim = self.cfg.target_intr_rate * (1.0 - self.cfg.hysteresis / 2.0);
+        let budget = (aim - fixed_use).max(0.0);
+        let level = if device_total > self.cfg.target_intr_rate {
+            water_level(&movable.iter().map(|(_, r)| *r).collect::<Vec<_>>(), budget)
+        } else {
+            None
+        };
         // Per-CPU hardirq excess: allowance multiplier for sources on that CPU.
         let mut cpu_factor: HashMap<u32, f64> = HashMap::new();
         for c in &rates.per_cpu {

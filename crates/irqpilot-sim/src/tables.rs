@@ -1,0 +1,329 @@
+//! Result tables that reproduce published numbers, as Markdown, each made by one command
+//! (`irqpilot sim --table published|moderation`). Every row is a scenario run; the published
+//! figure and its source sit next to the twin's.
+
+use crate::report::Report;
+use crate::runner::run_scenario;
+use crate::scenarios::builtin;
+use std::fmt::Write;
+
+/// Names of the tables.
+pub const TABLES: &[&str] = &["published", "moderation"];
+
+fn run(name: &str, sets: &[(&str, &str)]) -> Result<Report, String> {
+    let sc = builtin(name)
+        .ok_or_else(|| format!("no built-in scenario {name}"))?
+        .map_err(|e| e.to_string())?;
+    let sets: Vec<(String, String)> = sets
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    run_scenario(sc.with_sets(&sets).map_err(|e| e.to_string())?, |_| {})
+}
+
+fn k(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2} M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1} k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// The main metric of a report: Gb/s, IOPS or transactions/s, formatted.
+fn main_metric(r: &Report) -> String {
+    if let Some(g) = r
+        .throughput_gbps
+        .filter(|_| r.iops.is_none() && r.transactions_per_sec.is_none())
+    {
+        format!("{g:.1} Gb/s")
+    } else if let Some(i) = r.iops {
+        format!("{} IOPS", k(i))
+    } else if let Some(t) = r.transactions_per_sec {
+        format!("{} trans/s", k(t))
+    } else {
+        "-".into()
+    }
+}
+
+fn p(r: &Report, f: fn(&crate::report::Latency) -> f64) -> String {
+    r.latency_us
+        .as_ref()
+        .map_or("-".into(), |l| format!("{:.1} us", f(l)))
+}
+
+/// Builds a table by name; `progress` gets a line per finished row.
+pub fn table(name: &str, mut progress: impl FnMut(&str)) -> Result<String, String> {
+    match name {
+        "published" => published(&mut progress),
+        "moderation" => moderation(&mut progress),
+        _ => Err(format!(
+            "unknown table {name:?}; tables: {}",
+            TABLES.join(", ")
+        )),
+    }
+}
+
+fn published(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "#### e1000/igb AIM (seed 001, FreeBSD \"e1000: Re-add AIM\")\n"
+    );
+    let _ = writeln!(out, "| scenario | enable_aim | published | twin |");
+    let _ = writeln!(out, "|---|---|---|---|");
+    for (mode, published) in [("0", "8,000/s"), ("1", "20k (20,032)"), ("2", "71k")] {
+        let r = run("aim-e1000-idle", &[("aim_mode", mode)])?;
+        let rate = r
+            .per_source
+            .first()
+            .and_then(|s| s.driver_rate_per_sec)
+            .unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "| aim-e1000-idle: driver-reported `interrupt_rate` | {mode} | {published} | {rate}/s |"
+        );
+        progress(&format!("aim-e1000-idle aim_mode={mode}"));
+    }
+    for (mode, published) in [("0", "8k"), ("1", "4k"), ("2", "4k")] {
+        let r = run("aim-e1000-bulk", &[("aim_mode", mode)])?;
+        let _ = writeln!(
+            out,
+            "| aim-e1000-bulk: interrupts under bulk load | {mode} | {published}/s | {}/s |",
+            k(r.interrupts_per_sec)
+        );
+        progress(&format!("aim-e1000-bulk aim_mode={mode}"));
+    }
+    for (mode, published) in [
+        ("0", "slowest"),
+        ("1", "middle"),
+        ("2", "fastest (\"significant improvement\" 1 -> 2)"),
+    ] {
+        let r = run("aim-e1000-pingpong", &[("aim_mode", mode)])?;
+        let _ = writeln!(
+            out,
+            "| aim-e1000-pingpong: latency p50, trans/s | {mode} | {published} | {}, {} |",
+            p(&r, |l| l.p50),
+            main_metric(&r)
+        );
+        progress(&format!("aim-e1000-pingpong aim_mode={mode}"));
+    }
+    let _ = writeln!(
+        out,
+        "\n#### Platform interrupt limit (seed 000, GSIM cover letter; moderation.md 1.3)\n"
+    );
+    let _ = writeln!(
+        out,
+        "| scenario | today's per-queue moderation, limited platform | published | DIM, limited | healthy platform (25 M/s) | published device max |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    for (name, published, max) in [
+        ("nic-100g-32q", "50 Gb/s", "92.8 Gb/s (line rate)"),
+        ("nic-200g-160q-10vm", "30 Gb/s", "190 Gb/s (line rate)"),
+        ("nvme-12ssd-96q", "6 M IOPS", "20.5 M IOPS"),
+        (
+            "nvme-8ssd-64q",
+            "5.24 M IOPS (OFF, iodepth 8)",
+            "~14 M IOPS",
+        ),
+    ] {
+        let today = run(name, &[])?;
+        let dim = if name.starts_with("nic") {
+            main_metric(&run(name, &[("moderation", "dim")])?)
+        } else {
+            "n/a".into()
+        };
+        let healthy = run(name, &[("platform", "healthy")])?;
+        let _ = writeln!(
+            out,
+            "| {name} | {} at {} int/s | {published} | {dim} | {} | {max} |",
+            main_metric(&today),
+            k(today.interrupts_per_sec),
+            main_metric(&healthy)
+        );
+        progress(name);
+    }
+    Ok(out)
+}
+
+fn moderation(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "#### Global moderation under load (limited platform; GSIM defaults: delay 100 us, target 1 M/s, hardirq 70%)\n"
+    );
+    let _ = writeln!(
+        out,
+        "| scenario | published before -> GSIM | today's moderation | kernel GSIM (model) | irqpilot moderator | interrupts/s today / GSIM / irqpilot | p99 GSIM / irqpilot | fairness (Jain) GSIM / irqpilot |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+    for (name, published) in [
+        ("nic-100g-32q", "50 -> 92.8 Gb/s"),
+        ("nic-200g-160q-10vm", "30 -> 190 Gb/s"),
+        ("nvme-12ssd-96q", "6 -> 20.5 M IOPS"),
+        ("nvme-8ssd-64q", "5.24 -> 10.0 M IOPS (iodepth 8)"),
+    ] {
+        let today = run(name, &[])?;
+        let g = run(name, &[("moderation", "gsim")])?;
+        let i = run(name, &[("moderation", "irqpilot")])?;
+        let jain = |r: &Report| {
+            r.fairness
+                .as_ref()
+                .map_or("-".into(), |f| format!("{:.3}", f.jain))
+        };
+        let _ = writeln!(
+            out,
+            "| {name} | {published} | {} | {} | {} | {} / {} / {} | {} / {} | {} / {} |",
+            main_metric(&today),
+            main_metric(&g),
+            main_metric(&i),
+            k(today.interrupts_per_sec),
+            k(g.interrupts_per_sec),
+            k(i.interrupts_per_sec),
+            p(&g, |l| l.p99),
+            p(&i, |l| l.p99),
+            jain(&g),
+            jain(&i)
+        );
+        progress(name);
+    }
+    let _ = writeln!(
+        out,
+        "\n#### Low load: latency with and without global moderation (published: \"p95 unaffected at low/moderate load\")\n"
+    );
+    let _ = writeln!(
+        out,
+        "| scenario | no global moderation p50 / p95 | kernel GSIM p50 / p95 | irqpilot p50 / p95 |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|");
+    for name in [
+        "nic-100g-32q-lowload",
+        "nic-200g-160q-10vm-lowload",
+        "nvme-12ssd-96q-lowload",
+        "nvme-8ssd-64q-lowload",
+    ] {
+        let rows: Vec<String> = [None, Some("gsim"), Some("irqpilot")]
+            .iter()
+            .map(|m| {
+                let sets: Vec<(&str, &str)> = m.iter().map(|m| ("moderation", *m)).collect();
+                run(name, &sets).map(|r| format!("{} / {}", p(&r, |l| l.p50), p(&r, |l| l.p95)))
+            })
+            .collect::<Result<_, _>>()?;
+        let _ = writeln!(out, "| {name} | {} | {} | {} |", rows[0], rows[1], rows[2]);
+        progress(name);
+    }
+    let _ = writeln!(
+        out,
+        "\n#### GSIM v4 adaptive table (nvme-8ssd-64q; published from moderation.md 1.3, kIOPS)\n"
+    );
+    let _ = writeln!(
+        out,
+        "| fio iodepth | OFF published / twin | FIXED 200 us published / twin | ADAPTIVE published / twin |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|");
+    let fixed = [
+        ("moderation", "gsim"),
+        ("gsim_delay_us", "200"),
+        ("gsim_target_intr_rate", "0"),
+        ("gsim_hardirq_percent", "0"),
+    ];
+    let adaptive = [
+        ("moderation", "gsim"),
+        ("gsim_delay_us", "200"),
+        ("gsim_target_intr_rate", "1000000"),
+        ("gsim_hardirq_percent", "70"),
+    ];
+    for (qd, per_queue, app, published) in [
+        ("1 (sync)", "25", "28", ["2304", "1030", "1842"]),
+        ("8", "200", "1", ["5240", "7500", "10000"]),
+        ("32", "800", "1", ["5251", "12300", "12100"]),
+        ("128", "3200", "1", ["5330", "13800", "13800"]),
+    ] {
+        let base = [
+            ("workload.0.iodepth", per_queue),
+            ("costs.nvme_io_app_us", app),
+            ("duration_ms", "700"),
+            ("warmup_ms", "450"),
+        ];
+        let mut cells = Vec::new();
+        for (i, mode) in [&[][..], &fixed[..], &adaptive[..]].iter().enumerate() {
+            let mut sets = base.to_vec();
+            sets.extend_from_slice(mode);
+            let r = run("nvme-8ssd-64q", &sets)?;
+            cells.push(format!(
+                "{} / {:.0}",
+                published[i],
+                r.iops.unwrap_or(0.0) / 1e3
+            ));
+        }
+        let _ = writeln!(out, "| {qd} | {} | {} | {} |", cells[0], cells[1], cells[2]);
+        progress(&format!("v4 table iodepth {qd}"));
+    }
+    let _ = writeln!(
+        out,
+        "\n#### GSIM v4 sensitivity (nvme-8ssd-64q, iodepth 128, kIOPS; published from moderation.md 1.3)\n"
+    );
+    let _ = writeln!(out, "| parameter (others) | values | published | twin |");
+    let _ = writeln!(out, "|---|---|---|---|");
+    type Curve = (
+        &'static str,
+        &'static str,
+        &'static [&'static str],
+        &'static str,
+    );
+    let curves: [Curve; 3] = [
+        (
+            "gsim_delay_us",
+            "targets 0",
+            &["0", "50", "100", "250"],
+            "5900, 13600, ~13900, ~13900",
+        ),
+        (
+            "gsim_target_intr_rate",
+            "delay 200, hardirq 0",
+            &["1000000", "1250000", "2000000"],
+            "~13900, 8600, 6400",
+        ),
+        (
+            "gsim_hardirq_percent",
+            "delay 200, rate 0",
+            &["10", "30", "50", "70"],
+            "13800, 12100, 8600, 6500",
+        ),
+    ];
+    for (param, others, values, published) in curves {
+        let mut twin = Vec::new();
+        for v in values {
+            let mut sets = vec![
+                ("workload.0.iodepth", "3200"),
+                ("duration_ms", "700"),
+                ("warmup_ms", "450"),
+                ("moderation", "gsim"),
+            ];
+            match param {
+                "gsim_delay_us" => sets.extend([
+                    ("gsim_target_intr_rate", "0"),
+                    ("gsim_hardirq_percent", "0"),
+                ]),
+                "gsim_target_intr_rate" => {
+                    sets.extend([("gsim_delay_us", "200"), ("gsim_hardirq_percent", "0")])
+                }
+                _ => sets.extend([("gsim_delay_us", "200"), ("gsim_target_intr_rate", "0")]),
+            }
+            sets.push((param, v));
+            twin.push(format!(
+                "{:.0}",
+                run("nvme-8ssd-64q", &sets)?.iops.unwrap_or(0.0) / 1e3
+            ));
+        }
+        let _ = writeln!(
+            out,
+            "| `{param}` ({others}) | {} | {published} | {} |",
+            values.join(", "),
+            twin.join(", ")
+        );
+        progress(param);
+    }
+    Ok(out)
+}
