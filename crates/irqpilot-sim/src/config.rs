@@ -509,6 +509,14 @@ pub enum WorkloadCfg {
         /// Network and client-side time per round trip, outside the simulated server.
         #[serde(default = "d_wire")]
         wire_rtt_us: f64,
+        /// Simulated time at which the clients stop (after their transaction in flight); 0 =
+        /// never. With `start_ms`, a load that comes and goes.
+        #[serde(default)]
+        stop_ms: u64,
+        /// Steer every client to this queue of the NIC (an n-tuple flow-steering rule,
+        /// `ethtool -N ... action Q`) instead of spreading them by RSS.
+        #[serde(default)]
+        queue: Option<u32>,
     },
     /// fio-like random reads on every drive of an NVMe group.
     Fio {
@@ -687,6 +695,15 @@ impl Scenario {
                         return Err(format!("workload on {nic}: load must be > 0"));
                     }
                     Some(nic)
+                }
+                WorkloadCfg::Rpc {
+                    nic,
+                    queue: Some(q),
+                    ..
+                } if self.nic.iter().any(|n| &n.name == nic && *q >= n.queues) => {
+                    return Err(format!(
+                        "rpc workload on {nic}: queue {q} is not a queue of it"
+                    ));
                 }
                 WorkloadCfg::Poisson { nic, .. } | WorkloadCfg::Rpc { nic, .. } => Some(nic),
                 WorkloadCfg::Fio { nvme, iodepth, .. } => {

@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+mod channels;
 pub mod config;
 mod contention;
 mod cq;

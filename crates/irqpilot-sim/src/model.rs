@@ -217,6 +217,8 @@ pub(crate) struct Nic {
     pub node: u32,
     pub first_q: u32,
     pub queues: u32,
+    /// Queues in use (`ethtool -L combined`); RSS spreads over the first `channels`.
+    pub channels: u32,
     pub vm_exit_ns: u64,
     pub wire_tx_free: SimTime,
     pub dropped: u64,

@@ -155,6 +155,13 @@ pub(crate) fn prepare(sim: &mut Sim) -> Result<(), String> {
             }
         }
     }
+    // A managed queue vector's mask is the CPU group it serves; the twin takes it as the one
+    // CPU it is delivered to (a queue per CPU, as NVMe has), where its vector is reserved.
+    for s in sim.srcs.iter_mut() {
+        if matches!(s.dev, crate::model::Dev::Nvme(_)) {
+            s.requested = CpuSet::single(CpuId(s.cpu));
+        }
+    }
     let cap = sim.sc.machine.vectors_per_cpu;
     for (cpu, n) in sim.vectors_per_cpu().iter().enumerate() {
         if *n > cap {

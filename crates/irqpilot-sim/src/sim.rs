@@ -143,6 +143,7 @@ impl Sim {
                 node: n.node,
                 first_q,
                 queues: n.queues,
+                channels: n.queues,
                 vm_exit_ns: if n.vms > 1 || n.vm_exit_us > 0.0 {
                     us_to_ns(n.vm_exit_us)
                 } else {

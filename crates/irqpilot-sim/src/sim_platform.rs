@@ -104,6 +104,9 @@ impl Sim {
             m.devices.insert(d.addr.clone(), d);
         }
         for (i, s) in self.srcs.iter().enumerate() {
+            if !self.src_enabled(i) {
+                continue;
+            }
             let addr = self.src_addr(i);
             let mut irq = Irq::new(IrqNum(s.irq));
             irq.chip = Some(format!("IR-PCI-MSIX-{addr}"));
@@ -194,6 +197,9 @@ impl Sim {
         let mut t = InterruptTable::with_kernel_header(cpus.clone(), prec);
         let mut counts = vec![0u64; ncpu];
         for (i, s) in self.srcs.iter().enumerate() {
+            if !self.src_enabled(i) {
+                continue;
+            }
             counts.copy_from_slice(&self.irq_counts[i * ncpu..(i + 1) * ncpu]);
             let chip = format!("IR-PCI-MSIX-{}", self.src_addr(i));
             let tail = kernel_tail(
@@ -291,6 +297,9 @@ impl Sim {
                 let Some(i) = self.srcs.iter().position(|s| s.irq == irq.0) else {
                     return (None, Err(ApplyError::Vanished));
                 };
+                if !self.src_enabled(i) {
+                    return (None, Err(ApplyError::Vanished));
+                }
                 let old = self.srcs[i].requested.to_list_string();
                 (Some(old), self.set_affinity(i, cpus))
             }
@@ -423,9 +432,13 @@ impl Sim {
                 s.gsim_on = *enabled;
                 (Some(old), Ok(changed))
             }
-            Action::SetNvmeVectorCoalescing { .. } | Action::SetChannels { .. } => {
-                (None, Err(ApplyError::Unsupported))
-            }
+            Action::SetChannels {
+                device,
+                combined,
+                rx,
+                tx,
+            } => self.set_channels(device, *combined, rx.is_some() || tx.is_some()),
+            Action::SetNvmeVectorCoalescing { .. } => (None, Err(ApplyError::Unsupported)),
         }
     }
 }

@@ -19,7 +19,10 @@ impl Sim {
     /// Vectors allocated on each CPU.
     pub(crate) fn vectors_per_cpu(&self) -> Vec<u32> {
         let mut n = vec![0u32; self.cpus.len()];
-        for s in &self.srcs {
+        for (i, s) in self.srcs.iter().enumerate() {
+            if !self.src_enabled(i) {
+                continue;
+            }
             if let Some(slot) = n.get_mut(s.cpu as usize) {
                 *slot += 1;
             }
