@@ -57,6 +57,9 @@ pub struct Sim {
     pub(crate) smt_siblings: Vec<Vec<u32>>,
     /// The kernel's software moderation (GSIM).
     pub(crate) gsim: crate::gsim::Gsim,
+    /// Scratch buffers reused on hot paths.
+    scratch_served: Vec<(u32, u64)>,
+    scratch_lat: Vec<(u64, u32)>,
 }
 
 fn cpus_of(list: &Option<String>, topo: &Topology) -> Result<Vec<u32>, String> {
@@ -261,6 +264,8 @@ impl Sim {
             migrations_at_warmup: 0,
             smt_siblings: Vec::new(),
             gsim: crate::gsim::Gsim::new(sc.gsim.clone(), ncpu),
+            scratch_served: Vec::new(),
+            scratch_lat: Vec::new(),
             sc,
         };
         sim.default_affinity = sim.topo.online.clone();
@@ -509,13 +514,15 @@ impl Sim {
                 let n = src.reap;
                 src.reap = 0;
                 let now = self.now;
-                let mut lat = Vec::new();
+                let mut lat = std::mem::take(&mut self.scratch_lat);
                 self.vq[q as usize]
                     .cq
                     .consume(n, |b, taken| lat.push((now.since(SimTime(b.aux)), taken)));
-                for (ns, taken) in lat {
+                for &(ns, taken) in &lat {
                     self.m.record_latency(ns, taken as u64);
                 }
+                lat.clear();
+                self.scratch_lat = lat;
                 self.vq[q as usize].completed += n;
                 self.m.c.ios += n;
                 if n > 0 {
@@ -624,7 +631,8 @@ impl Sim {
         };
         let counting = self.m.counting();
         let nqi = q as usize;
-        let mut served: Vec<(u32, u64)> = Vec::new();
+        // Reused between polls: no allocation on the hot path.
+        let mut served = std::mem::take(&mut self.scratch_served);
         let (mut rx_bytes, mut tx_bytes) = (0u64, 0u64);
         {
             let nq = &mut self.nq[nqi];
@@ -662,7 +670,7 @@ impl Sim {
             counts.tx_packets += tx;
         }
         let mut acks = 0u32;
-        for (tag, sent) in served {
+        for &(tag, sent) in &served {
             let wl = (tag >> 24) as u16;
             let id = tag & 0x00ff_ffff;
             match self.sc.workload.get(wl as usize) {
@@ -681,6 +689,8 @@ impl Sim {
                 ),
             }
         }
+        served.clear();
+        self.scratch_served = served;
         if acks > 0 {
             // The stack acknowledges what it consumed; the ACKs' transmit completions come back
             // on this queue's vector about a microsecond later.
