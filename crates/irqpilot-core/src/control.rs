@@ -114,6 +114,9 @@ impl Controller {
         } else {
             platform.apply(&merged)
         };
+        for p in policies.iter_mut() {
+            p.observe(&applied);
+        }
         // Anything written changes the inventory (affinities, moderation): re-read next period.
         self.refresh = applied.written() > 0;
         std::mem::swap(&mut self.prev, &mut self.cur);
@@ -125,6 +128,41 @@ impl Controller {
             refreshed_inventory: refreshed,
         })
     }
+}
+
+/// The period to sleep before the next step: the shortest that any policy wants
+/// ([`Policy::next_interval_ns`]), else `default_ns`.
+pub fn next_interval_ns(policies: &[&mut dyn Policy], default_ns: u64) -> u64 {
+    policies
+        .iter()
+        .filter_map(|p| p.next_interval_ns())
+        .min()
+        .unwrap_or(default_ns)
+}
+
+/// Runs the loop for `duration_ns` of platform time, sleeping each period as long as the
+/// policies want ([`next_interval_ns`], `default_ns` when none says). Returns every step's
+/// report. This is how the daemon paces itself, so the twin can run the same schedule.
+pub fn run_adaptive<P: Platform + ?Sized>(
+    platform: &mut P,
+    policies: &mut [&mut dyn Policy],
+    default_ns: u64,
+    duration_ns: u64,
+) -> Result<Vec<StepReport>, PlatformError> {
+    let mut c = Controller::new(platform)?;
+    let start = platform.now();
+    let mut out = Vec::new();
+    loop {
+        // A policy wanting 0 ns must not spin the loop forever.
+        let wait = next_interval_ns(policies, default_ns).max(1);
+        let elapsed = platform.now().since(start).unwrap_or(0);
+        if elapsed.saturating_add(wait) > duration_ns {
+            break;
+        }
+        platform.sleep(wait);
+        out.push(c.step(platform, policies)?);
+    }
+    Ok(out)
 }
 
 /// Runs `periods` periods of `interval_ns` each: sleep, then step. Returns every step's report.
@@ -246,5 +284,48 @@ mod tests {
         assert!(reports[1].plans[0].1.is_empty() && reports[2].plans[0].1.is_empty());
         assert_eq!(p.machine_reads, 2);
         assert!(reports[3].at > reports[0].at);
+    }
+
+    /// Counts what it observed and asks for a 3 ms period.
+    struct Watcher {
+        seen: usize,
+    }
+    impl Policy for Watcher {
+        fn name(&self) -> &'static str {
+            "watcher"
+        }
+        fn decide(&mut self, _input: &PolicyInput<'_>) -> Plan {
+            Plan::default()
+        }
+        fn observe(&mut self, report: &ApplyReport) {
+            self.seen += report.outcomes.len();
+        }
+        fn next_interval_ns(&self) -> Option<u64> {
+            Some(3_000_000)
+        }
+    }
+
+    #[test]
+    fn adaptive_loop_sleeps_what_policies_want_and_reports_back() {
+        let mut p = Fake {
+            now: 0,
+            cpu: 0,
+            counts: [0, 0],
+            machine_reads: 0,
+        };
+        let (mut mover, mut watcher) = (MoveOff0, Watcher { seen: 0 });
+        let reports = run_adaptive(
+            &mut p,
+            &mut [&mut mover, &mut watcher],
+            50_000_000,
+            20_000_000,
+        )
+        .unwrap();
+        // 20 ms at the 3 ms the watcher wants (shorter than the 50 ms default): 6 periods.
+        assert_eq!(reports.len(), 6);
+        assert_eq!(reports[1].at.0 - reports[0].at.0, 3_000_000);
+        // The mover's one write was reported to every policy.
+        assert_eq!(watcher.seen, 1);
+        assert_eq!(next_interval_ns(&[&mut MoveOff0], 7), 7);
     }
 }

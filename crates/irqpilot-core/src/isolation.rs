@@ -9,6 +9,8 @@ use crate::cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
+pub mod plan;
+
 /// A flag of the `isolcpus=` boot parameter.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

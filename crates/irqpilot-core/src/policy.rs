@@ -5,7 +5,7 @@
 
 use crate::ids::MonoNs;
 use crate::machine::Machine;
-use crate::plan::Plan;
+use crate::plan::{ApplyReport, Plan};
 use crate::rates::Rates;
 
 /// What a policy sees each control period.
@@ -27,4 +27,19 @@ pub trait Policy {
     /// Decides what to change. Deciding again on the machine after applying the returned plan
     /// (with the same rates) must return an empty plan: policies are sticky, never oscillating.
     fn decide(&mut self, input: &PolicyInput<'_>) -> Plan;
+
+    /// What applying the merged plan of the last period did (every policy's actions, in plan
+    /// order). A policy learns the kernel's permanent refusals here (a kernel-managed IRQ, a CPU
+    /// out of vectors) so it never retries them (balancing.md 8.1-8.2). Default: ignore.
+    fn observe(&mut self, report: &ApplyReport) {
+        let _ = report;
+    }
+
+    /// The control period this policy wants before its next decision, in nanoseconds of the
+    /// platform's time: short after load shifts or moves, long while steady. `None` (the
+    /// default) leaves the period to the caller. A loop with several policies sleeps the
+    /// shortest wanted period ([`crate::control::next_interval_ns`]).
+    fn next_interval_ns(&self) -> Option<u64> {
+        None
+    }
 }

@@ -132,19 +132,26 @@ impl Rates {
         let (pt, ct) = (&prev.interrupts, &cur.interrupts);
         self.cpus.clear();
         self.cpus.extend_from_slice(&ct.cpus);
-        // Column of each current CPU in the previous table.
-        let prev_col: Vec<Option<usize>> = ct
-            .cpus
-            .iter()
-            .map(|c| pt.cpus.iter().position(|p| p == c))
-            .collect();
+        // Column of each current CPU in the previous table. The columns are almost always the
+        // same (CPU hotplug is rare), and then no lookup table is built: a sampler calling
+        // `update` in steady state allocates nothing.
+        let prev_col: Option<Vec<Option<usize>>> = (pt.cpus != ct.cpus).then(|| {
+            ct.cpus
+                .iter()
+                .map(|c| pt.cpus.iter().position(|p| p == c))
+                .collect()
+        });
+        let col = |j: usize| match &prev_col {
+            None => Some(j),
+            Some(cols) => cols.get(j).copied().flatten(),
+        };
         self.new_cpus.clear();
         self.new_cpus.extend(
             ct.cpus
                 .iter()
-                .zip(&prev_col)
-                .filter(|(_, p)| p.is_none())
-                .map(|(c, _)| *c),
+                .enumerate()
+                .filter(|(j, _)| col(*j).is_none())
+                .map(|(_, c)| *c),
         );
 
         let prow_index: Option<HashMap<&RowLabel, usize>> = {
@@ -162,8 +169,7 @@ impl Rates {
                     .collect()
             })
         };
-        let mut spare: Vec<RowRate> = std::mem::take(&mut self.rows);
-        spare.reverse();
+        // Row entries are refilled in place (their vectors reused) and cut to length after.
         self.per_cpu.clear();
         self.per_cpu.extend(ct.cpus.iter().map(|&cpu| CpuRate {
             cpu,
@@ -177,14 +183,17 @@ impl Rates {
                 None => Some(i),
                 Some(map) => map.get(&row.label).copied(),
             };
-            let mut rr = spare.pop().unwrap_or_else(|| RowRate {
-                label: row.label.clone(),
-                per_cpu_per_sec: Vec::new(),
-                total_per_sec: 0.0,
-                status: RowStatus::New,
-                wraps: 0,
-            });
-            rr.label.clone_from(&row.label);
+            if i == self.rows.len() {
+                self.rows.push(RowRate {
+                    label: row.label.clone(),
+                    per_cpu_per_sec: Vec::new(),
+                    total_per_sec: 0.0,
+                    status: RowStatus::New,
+                    wraps: 0,
+                });
+            }
+            let rr = &mut self.rows[i];
+            assign_label(&mut rr.label, &row.label);
             rr.per_cpu_per_sec.clear();
             rr.total_per_sec = 0.0;
             rr.wraps = 0;
@@ -200,9 +209,44 @@ impl Rates {
                 Some(prow) => {
                     let pc = pt.counts(prow);
                     let mut reset = false;
-                    if per_cpu {
+                    if per_cpu && prev_col.is_none() && pc.len() == cc.len() {
+                        // Same columns (the usual case): compare cell by cell in one pass.
+                        // Rows that did not move at all (most IRQs within 100 ms) are zeros.
+                        if pc == cc {
+                            rr.per_cpu_per_sec.resize(cc.len(), 0.0);
+                        } else {
+                            // Differences (and their integer sum) in one simple pass, then the
+                            // division. A counter that went down is rare and redone cell by cell.
+                            let mut down = false;
+                            let mut sum = 0u64;
+                            rr.per_cpu_per_sec.extend(pc.iter().zip(cc).map(|(&p, &c)| {
+                                down |= c < p;
+                                let d = c.wrapping_sub(p);
+                                sum = sum.wrapping_add(d);
+                                d as f64
+                            }));
+                            if down {
+                                rr.per_cpu_per_sec.clear();
+                                let mut total = 0.0;
+                                for (&p, &c) in pc.iter().zip(cc) {
+                                    let (d, wrapped, was_reset) = delta(p, c, secs);
+                                    rr.wraps += wrapped as u32;
+                                    reset |= was_reset;
+                                    rr.per_cpu_per_sec.push(d / secs);
+                                    total += d / secs;
+                                }
+                                rr.total_per_sec = total;
+                            } else {
+                                // Only moved cells need the (slow) division; most are zero.
+                                for v in rr.per_cpu_per_sec.iter_mut().filter(|v| **v != 0.0) {
+                                    *v /= secs;
+                                }
+                                rr.total_per_sec = sum as f64 / secs;
+                            }
+                        }
+                    } else if per_cpu {
                         for (j, &c) in cc.iter().enumerate() {
-                            let v = match prev_col[j].and_then(|pj| pc.get(pj)) {
+                            let v = match col(j).and_then(|pj| pc.get(pj)) {
                                 Some(&p) => {
                                     let (d, wrapped, was_reset) = delta(p, c, secs);
                                     rr.wraps += wrapped as u32;
@@ -221,7 +265,9 @@ impl Rates {
                         reset |= was_reset;
                         rr.total_per_sec = d / secs;
                     }
-                    rr.status = if prow.desc() != row.desc() && row.label.irq().is_some() {
+                    // Equal tails are the common case and need no trimming to compare.
+                    let replaced = prow.tail != row.tail && prow.desc() != row.desc();
+                    rr.status = if replaced && row.label.irq().is_some() {
                         RowStatus::Replaced
                     } else if reset {
                         RowStatus::Reset
@@ -230,9 +276,14 @@ impl Rates {
                     };
                 }
             }
-            if per_cpu {
+            // Rates are never negative: a row with a zero total adds nothing.
+            if per_cpu && rr.total_per_sec > 0.0 {
                 let numbered = row.label.irq().is_some();
-                for (slot, v) in self.per_cpu.iter_mut().zip(&rr.per_cpu_per_sec) {
+                for (slot, &v) in self.per_cpu.iter_mut().zip(&rr.per_cpu_per_sec) {
+                    // Most cells of a busy row are still zero (one CPU takes an IRQ).
+                    if v == 0.0 {
+                        continue;
+                    }
                     if numbered {
                         slot.irq_per_sec += v;
                     } else {
@@ -240,8 +291,8 @@ impl Rates {
                     }
                 }
             }
-            self.rows.push(rr);
         }
+        self.rows.truncate(ct.rows().len());
         self.vanished.clear();
         let cur_labels: Option<std::collections::HashSet<&RowLabel>> = prow_index
             .as_ref()
@@ -256,8 +307,15 @@ impl Rates {
         }
 
         if let (Some(ps), Some(cs)) = (&prev.stat, &cur.stat) {
-            for slot in &mut self.per_cpu {
-                let (Some(p), Some(c)) = (ps.cpu(slot.cpu), cs.cpu(slot.cpu)) else {
+            // `cpuN` lines are in CPU order and usually line up with the columns: try the same
+            // index first, so 256 CPUs cost 256 lookups rather than 256 scans.
+            let ticks =
+                |st: &'_ crate::snapshot::ProcStat, i: usize, cpu: CpuId| match st.per_cpu.get(i) {
+                    Some((c, t)) if *c == cpu => Some(*t),
+                    _ => st.cpu(cpu).copied(),
+                };
+            for (i, slot) in self.per_cpu.iter_mut().enumerate() {
+                let (Some(p), Some(c)) = (ticks(ps, i, slot.cpu), ticks(cs, i, slot.cpu)) else {
                     continue;
                 };
                 let Some(total) = c.total().checked_sub(p.total()).filter(|t| *t > 0) else {
@@ -271,30 +329,45 @@ impl Rates {
             }
         }
 
-        self.softirqs.clear();
         self.softirq_cpus.clear();
+        // Entries are refilled in place (names and vectors reused), then cut to length.
+        let mut used = 0usize;
         if let (Some(ps), Some(cs)) = (&prev.softirqs, &cur.softirqs) {
             self.softirq_cpus.extend_from_slice(&cs.cpus);
-            let cols: Vec<Option<usize>> = cs
-                .cpus
-                .iter()
-                .map(|c| ps.cpus.iter().position(|p| p == c))
-                .collect();
-            for (name, cur_counts) in &cs.rows {
-                let Some(prev_counts) = ps.row(name) else {
-                    continue;
-                };
-                let v = cur_counts
+            let cols: Option<Vec<Option<usize>>> = (ps.cpus != cs.cpus).then(|| {
+                cs.cpus
                     .iter()
-                    .zip(&cols)
-                    .map(|(&c, col)| match col.and_then(|j| prev_counts.get(j)) {
+                    .map(|c| ps.cpus.iter().position(|p| p == c))
+                    .collect()
+            });
+            let col = |j: usize| match &cols {
+                None => Some(j),
+                Some(cols) => cols.get(j).copied().flatten(),
+            };
+            for (i, (name, cur_counts)) in cs.rows.iter().enumerate() {
+                let prev_counts = match ps.rows.get(i) {
+                    Some((n, counts)) if n == name => counts.as_slice(),
+                    _ => match ps.row(name) {
+                        Some(counts) => counts,
+                        None => continue,
+                    },
+                };
+                if used == self.softirqs.len() {
+                    self.softirqs.push((String::new(), Vec::new()));
+                }
+                let (slot_name, v) = &mut self.softirqs[used];
+                used += 1;
+                slot_name.clone_from(name);
+                v.clear();
+                v.extend(cur_counts.iter().enumerate().map(|(j, &c)| {
+                    match col(j).and_then(|pj| prev_counts.get(pj)) {
                         Some(&p) => delta(p, c, secs).0 / secs,
                         None => 0.0,
-                    })
-                    .collect();
-                self.softirqs.push((name.clone(), v));
+                    }
+                }));
             }
         }
+        self.softirqs.truncate(used);
         Ok(())
     }
 
@@ -313,6 +386,15 @@ impl Rates {
             .map(|c| c.irq_per_sec)
             .collect();
         imbalance(&loads)
+    }
+}
+
+/// Sets `dst` to `src`, reusing the name's buffer when both are named rows (`clone_from` on the
+/// enum would allocate a new `String` for every named row on every update).
+fn assign_label(dst: &mut RowLabel, src: &RowLabel) {
+    match (dst, src) {
+        (RowLabel::Named(d), RowLabel::Named(s)) => d.clone_from(s),
+        (dst, src) => *dst = src.clone(),
     }
 }
 
@@ -461,6 +543,56 @@ mod tests {
             Rates::between(&b, &snap(200, &[0, 1], &[(irq(5), vec![21, 2], " x")])).unwrap();
         r.update(&a, &b).unwrap();
         assert_eq!(r, Rates::between(&a, &b).unwrap());
+    }
+
+    #[test]
+    fn update_reuse_covers_softirqs_named_rows_and_column_changes() {
+        use crate::snapshot::SoftirqTable;
+        let soft = |cpus: &[u32], rows: &[(&str, Vec<u64>)]| SoftirqTable {
+            cpus: cpus.iter().map(|&c| CpuId(c)).collect(),
+            rows: rows
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.clone()))
+                .collect(),
+        };
+        let mut a = snap(
+            0,
+            &[0, 1],
+            &[(RowLabel::Named("LOC".into()), vec![1, 2], " t")],
+        );
+        a.softirqs = Some(soft(
+            &[0, 1],
+            &[("TIMER", vec![0, 0]), ("NET_RX", vec![5, 5])],
+        ));
+        let mut b = snap(
+            1000,
+            &[0, 1],
+            &[(RowLabel::Named("LOC".into()), vec![3, 2], " t")],
+        );
+        b.softirqs = Some(soft(
+            &[0, 1],
+            &[("TIMER", vec![4, 1]), ("NET_RX", vec![6, 9])],
+        ));
+        // Columns changed (CPU 1 went away, CPU 2 came) and rows reordered / renamed.
+        let mut c = snap(
+            2000,
+            &[0, 2],
+            &[(RowLabel::Named("RES".into()), vec![3, 2], " r")],
+        );
+        c.softirqs = Some(soft(
+            &[0, 2],
+            &[("NET_RX", vec![8, 1]), ("BLOCK", vec![1, 1])],
+        ));
+        let mut r = Rates::default();
+        for (p, q) in [(&a, &b), (&b, &c), (&a, &b), (&b, &c)] {
+            r.update(p, q).unwrap();
+            assert_eq!(r, Rates::between(p, q).unwrap());
+        }
+        assert_eq!(r.softirqs, vec![("NET_RX".to_string(), vec![2.0, 0.0])]);
+        assert_eq!(r.new_cpus, vec![CpuId(2)]);
+        r.update(&a, &b).unwrap();
+        assert_eq!(r.softirqs[0], ("TIMER".to_string(), vec![4.0, 1.0]));
+        assert_eq!(r.rows[0].label, RowLabel::Named("LOC".into()));
     }
 
     #[test]

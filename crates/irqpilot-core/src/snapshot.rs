@@ -168,8 +168,18 @@ impl InterruptTable {
     }
 
     /// Appends one count to the last row.
+    #[inline]
     pub fn push_count(&mut self, value: u64) {
         self.counts.push(value);
+        if let Some(row) = self.rows.last_mut() {
+            row.counts.end = self.counts.len() as u32;
+        }
+    }
+
+    /// Appends several counts to the last row (a parser's run of idle CPUs).
+    #[inline]
+    pub fn push_counts(&mut self, values: &[u64]) {
+        self.counts.extend_from_slice(values);
         if let Some(row) = self.rows.last_mut() {
             row.counts.end = self.counts.len() as u32;
         }

@@ -493,7 +493,7 @@ fn utc_timestamp(secs: u64) -> String {
 }
 
 /// A TOML basic string.
-fn toml_str(s: &str) -> String {
+pub(crate) fn toml_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for ch in s.chars() {

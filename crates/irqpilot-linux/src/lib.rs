@@ -10,6 +10,14 @@
 //!   file but `/proc/interrupts` may be missing and becomes a recorded gap.
 //! * [`capture`]: copies the files irqpilot reads from a root into a fixture tree with a
 //!   `MANIFEST.toml` (`irqpilot capture`).
+//! * [`platform`]: [`LinuxPlatform`], the [`irqpilot_core::Platform`] over a root: inventory,
+//!   allocation-free counter snapshots, and affinity writes.
+//! * [`tree`]: writes a model ([`irqpilot_core::Machine`] + [`irqpilot_core::Snapshot`]) back
+//!   out as a complete root directory, through the renderers; [`generate`] builds a large
+//!   synthetic server to write (`irqpilot fixture generate`).
+//! * [`journal`]: records every value `apply` replaces before writing it, and `revert`;
+//!   [`channels`]: NIC queue counts through the ethtool channels ioctl; [`fault`]: simulated
+//!   kernel refusals for tests on fixture trees.
 //!
 //! Every file access goes through [`root::Root`], so tests and the simulator's exported tree use
 //! the same code as a live machine.
@@ -17,10 +25,17 @@
 #![warn(missing_docs)]
 
 pub mod capture;
+pub mod channels;
 pub mod error;
+pub mod fault;
 pub mod format;
+pub mod generate;
 pub mod inventory;
+pub mod journal;
+pub mod platform;
 pub mod root;
+pub mod tree;
 
 pub use error::ParseError;
+pub use platform::LinuxPlatform;
 pub use root::Root;

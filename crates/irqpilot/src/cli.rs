@@ -54,6 +54,96 @@ pub enum Command {
     Watch(WatchArgs),
     /// Copy every file irqpilot reads into a fixture tree with a MANIFEST.
     Capture(CaptureArgs),
+    /// Write synthetic machines as fixture trees (for tests and benchmarks).
+    #[command(subcommand)]
+    Fixture(FixtureCommand),
+    /// Dry run of the placement policy: the moves, per-CPU load before and after, imbalance.
+    Plan(PlanArgs),
+    /// Place IRQs once: journal every old value, then write (exit 3: some refused).
+    Apply(ApplyArgs),
+    /// Restore everything the journal recorded (exit 3: some could not be restored).
+    Revert(RevertArgs),
+    /// Plan (and with --apply carry out) keeping CPUs free of device interrupts.
+    Isolate(IsolateArgs),
+    /// Run the placement loop: sample, decide, apply, at the policy's adaptive interval.
+    Daemon(DaemonArgs),
+}
+
+/// `--journal`, shared by the commands that write.
+#[derive(Debug, Args)]
+pub struct JournalArg {
+    /// Journal of old values (default: `<root>/var/lib/irqpilot/journal.json`).
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+}
+
+/// `irqpilot plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Measure rates over this interval (0: no load, only isolation, bans and pins act).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub sample: Duration,
+}
+
+/// `irqpilot apply`.
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// Measure rates over this interval before deciding (0: no load).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub sample: Duration,
+    /// Journal location.
+    #[command(flatten)]
+    pub journal: JournalArg,
+}
+
+/// `irqpilot revert`.
+#[derive(Debug, Args)]
+pub struct RevertArgs {
+    /// Journal location.
+    #[command(flatten)]
+    pub journal: JournalArg,
+}
+
+/// `irqpilot isolate`.
+#[derive(Debug, Args)]
+pub struct IsolateArgs {
+    /// CPUs to keep free of device interrupts (cpulist, e.g. 4-23).
+    #[arg(long, value_parser = parse_cpulist, value_name = "CPULIST")]
+    pub cpus: irqpilot_core::CpuSet,
+    /// Carry the plan out (channels, affinities, default affinity), journaled.
+    #[arg(long)]
+    pub apply: bool,
+    /// Measure rates first so the leaving IRQs are balanced by load (0: by vectors only).
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub sample: Duration,
+    /// Journal location.
+    #[command(flatten)]
+    pub journal: JournalArg,
+}
+
+/// `irqpilot daemon`.
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// Run one period and exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Run this many periods and exit.
+    #[arg(long, value_name = "N")]
+    pub iterations: Option<u64>,
+    /// Start even if irqbalance is running.
+    #[arg(long)]
+    pub force: bool,
+    /// On SIGTERM/SIGINT (or the end of --iterations), restore the journal first.
+    #[arg(long)]
+    pub restore_on_exit: bool,
+    /// Journal location.
+    #[command(flatten)]
+    pub journal: JournalArg,
+}
+
+/// Parses a cpulist argument (`4-23`, `0,2-3`).
+pub fn parse_cpulist(s: &str) -> Result<irqpilot_core::CpuSet, String> {
+    irqpilot_core::CpuSet::parse_list(s.trim()).map_err(|e| format!("bad cpulist {s:?}: {e}"))
 }
 
 /// `irqpilot status`.
@@ -72,13 +162,13 @@ pub struct SnapshotArgs {}
 /// `irqpilot watch`.
 #[derive(Debug, Args)]
 pub struct WatchArgs {
-    /// Time between samples.
+    /// Time between samples (1s like irqtop; 100ms shows an IRQ rotating between CPUs).
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,
     /// Stop after this many intervals (default: run until interrupted).
     #[arg(long)]
     pub count: Option<u64>,
-    /// IRQ rows shown per interval in table mode (busiest first).
+    /// IRQ rows (and, in table mode, CPUs) shown per interval, busiest first; 0 for all.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
 }
@@ -86,14 +176,49 @@ pub struct WatchArgs {
 /// `irqpilot capture`.
 #[derive(Debug, Args)]
 pub struct CaptureArgs {
-    /// Directory to create the fixture tree in.
+    /// Directory to create the fixture tree in (must not exist, or be empty).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// What the machine is, for MANIFEST.toml (e.g. "2-socket Xeon, 4 x ice").
+    #[arg(long, default_value = "")]
+    pub description: String,
+}
+
+/// `irqpilot fixture ...`.
+#[derive(Debug, Subcommand)]
+pub enum FixtureCommand {
+    /// Write a generated machine as a complete fixture tree.
+    Generate(GenerateArgs),
+}
+
+/// Machines `irqpilot fixture generate` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Preset {
+    /// 2 NUMA nodes, 2 packages, 64 cores x 2 threads (256 CPUs), 4 NICs x 64 queues, 8 NVMe
+    /// x 64 queues, CPUs 120-127 and 248-255 isolated.
+    LargeServer,
+}
+
+/// `irqpilot fixture generate`.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Which machine.
+    #[arg(long, value_enum, default_value_t = Preset::LargeServer)]
+    pub preset: Preset,
+    /// Directory to write the tree in (must not exist, or be empty).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Seed of the counts (the same seed writes the same bytes).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 /// Parses `100ms`, `1s`, `2.5s`, `250us`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    if let Some(secs) = s.strip_suffix('s').filter(|v| v.contains('.') && !v.ends_with(['m', 'u', 'n'])) {
+    if let Some(secs) = s
+        .strip_suffix('s')
+        .filter(|v| v.contains('.') && !v.ends_with(['m', 'u', 'n']))
+    {
         return secs
             .parse::<f64>()
             .ok()

@@ -6,6 +6,7 @@
 
 use anyhow::{Context, Result};
 use irqpilot_core::FindingsConfig;
+use irqpilot_core::placement::PlacementConfig;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -18,12 +19,32 @@ pub const DEFAULT_PATH: &str = "/etc/irqpilot/irqpilot.toml";
 pub struct Config {
     /// Thresholds of `irqpilot status` findings.
     pub findings: FindingsConfig,
+    /// The placement policy (`plan`, `apply`, `isolate`, `daemon`; docs/placement.md).
+    pub placement: PlacementConfig,
+    /// The daemon.
+    pub daemon: DaemonConfig,
+}
+
+/// `[daemon]`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonConfig {
+    /// Run even while irqbalance runs (as `--force`).
+    pub allow_irqbalance: bool,
+    /// Restore the journal on SIGTERM/SIGINT (as `--restore-on-exit`).
+    pub restore_on_exit: bool,
+    /// Journal location (as `--journal`).
+    pub journal: Option<std::path::PathBuf>,
 }
 
 impl Config {
     /// Parses configuration text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config> {
-        toml::from_str(text).with_context(|| format!("config {origin}"))
+        let c: Config = toml::from_str(text).with_context(|| format!("config {origin}"))?;
+        c.placement
+            .validate()
+            .with_context(|| format!("config {origin}"))?;
+        Ok(c)
     }
 
     /// Loads the file named by `--config`, or the default file if it exists, or defaults.
@@ -54,10 +75,17 @@ mod tests {
 
     #[test]
     fn known_keys_parse() {
-        let c = Config::parse("[findings]\nheavy_min_per_sec = 500.0\nvector_capacity = 180\n", "t").unwrap();
+        let c = Config::parse(
+            "[findings]\nheavy_min_per_sec = 500.0\nvector_capacity = 180\n",
+            "t",
+        )
+        .unwrap();
         assert_eq!(c.findings.heavy_min_per_sec, 500.0);
         assert_eq!(c.findings.vector_capacity, 180);
-        assert_eq!(c.findings.heavy_min_share, FindingsConfig::default().heavy_min_share);
+        assert_eq!(
+            c.findings.heavy_min_share,
+            FindingsConfig::default().heavy_min_share
+        );
     }
 
     #[test]
@@ -67,6 +95,26 @@ mod tests {
         assert!(msg.contains("heavy_min_per_second"), "{msg}");
         assert!(msg.contains("my.toml"), "{msg}");
         assert!(Config::parse("[placement_typo]\n", "t").is_err());
+    }
+
+    #[test]
+    fn placement_section_parses_and_is_checked() {
+        let c = Config::parse(
+            "[placement]\ntolerance = 0.1\nban_cpus = \"0-1\"\nban_names = [\"*timer*\"]\n\n[[placement.pin]]\ndevice = \"eth0\"\ncpus = \"2-3\"\n\n[daemon]\nallow_irqbalance = true\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(c.placement.tolerance, 0.1);
+        assert_eq!(c.placement.ban_cpus.to_list_string(), "0-1");
+        assert_eq!(c.placement.pin[0].device.as_deref(), Some("eth0"));
+        assert!(c.daemon.allow_irqbalance);
+        let e = Config::parse("[placement]\ntolerence = 0.1\n", "p.toml").unwrap_err();
+        assert!(format!("{e:#}").contains("tolerence"), "{e:#}");
+        let e = Config::parse("[placement]\ntolerance = 0.0\n", "p.toml").unwrap_err();
+        assert!(format!("{e:#}").contains("placement.tolerance"), "{e:#}");
+        let e = Config::parse("[[placement.pin]]\ncpus = \"1\"\n", "p.toml").unwrap_err();
+        assert!(format!("{e:#}").contains("pin[0]"), "{e:#}");
+        assert!(Config::parse("[daemon]\nforce = true\n", "t").is_err());
     }
 
     #[test]

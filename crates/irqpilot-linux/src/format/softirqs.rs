@@ -17,7 +17,25 @@ use irqpilot_core::SoftirqTable;
 /// the header has CPUs, a malformed count.
 pub fn parse_softirqs(text: &str) -> Result<SoftirqTable, ParseError> {
     let mut table = SoftirqTable::default();
+    parse_softirqs_into(text, &mut table)?;
+    Ok(table)
+}
+
+/// [`parse_softirqs`] into an existing table, reusing its rows' names and count vectors: parsing
+/// the same machine's file again allocates nothing. On error `table` is left empty.
+pub fn parse_softirqs_into(text: &str, table: &mut SoftirqTable) -> Result<(), ParseError> {
+    let result = parse_reusing(text, table);
+    if result.is_err() {
+        table.cpus.clear();
+        table.rows.clear();
+    }
+    result
+}
+
+fn parse_reusing(text: &str, table: &mut SoftirqTable) -> Result<(), ParseError> {
+    table.cpus.clear();
     let mut header_seen = false;
+    let mut used = 0usize;
     for (index, line) in text.split('\n').enumerate() {
         let line_no = index + 1;
         let err = |m: String| ParseError::new(line_no, m);
@@ -36,7 +54,16 @@ pub fn parse_softirqs(text: &str) -> Result<SoftirqTable, ParseError> {
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(err(format!("invalid softirq name `{}`", show(name))));
         }
-        let mut counts = Vec::with_capacity(table.cpus.len());
+        if used == table.rows.len() {
+            table
+                .rows
+                .push((String::new(), Vec::with_capacity(table.cpus.len())));
+        }
+        let (slot_name, counts) = &mut table.rows[used];
+        used += 1;
+        slot_name.clear();
+        slot_name.push_str(name);
+        counts.clear();
         for token in rest.split([' ', '\t']).filter(|t| !t.is_empty()) {
             let v = parse_u64(token)
                 .ok_or_else(|| err(format!("`{name}`: invalid count `{}`", show(token))))?;
@@ -49,12 +76,12 @@ pub fn parse_softirqs(text: &str) -> Result<SoftirqTable, ParseError> {
                 table.cpus.len()
             )));
         }
-        table.rows.push((name.to_string(), counts));
     }
+    table.rows.truncate(used);
     if !header_seen {
         return Err(ParseError::new(0, "no CPU header: the text has no lines"));
     }
-    Ok(table)
+    Ok(())
 }
 
 /// Prints `/proc/softirqs` text in the kernel's layout.
@@ -126,6 +153,18 @@ mod tests {
        TIMER:      41380       7501       3748       2241
 BLOCK_IOPOLL:         28          0          0          0
 ";
+
+    #[test]
+    fn parse_into_reuses_and_matches() {
+        let mut t = parse_softirqs(FOUR).unwrap();
+        parse_softirqs_into("                    CPU0\n      HI:          5\n", &mut t).unwrap();
+        assert_eq!(t.cpus, vec![CpuId(0)]);
+        assert_eq!(t.rows, vec![("HI".to_string(), vec![5])]);
+        parse_softirqs_into(FOUR, &mut t).unwrap();
+        assert_eq!(t, parse_softirqs(FOUR).unwrap());
+        assert!(parse_softirqs_into("junk\n", &mut t).is_err());
+        assert!(t.rows.is_empty() && t.cpus.is_empty());
+    }
 
     #[test]
     fn kernel_layout_round_trips() {

@@ -19,7 +19,29 @@ use irqpilot_core::{CpuId, CpuTicks, ProcStat};
 /// `softirq` line, a malformed number, a key with control characters.
 pub fn parse_stat(text: &str) -> Result<ProcStat, ParseError> {
     let mut stat = ProcStat::default();
-    let mut nums: Vec<u64> = Vec::new();
+    parse_stat_into(text, &mut stat)?;
+    Ok(stat)
+}
+
+/// [`parse_stat`] into an existing [`ProcStat`], reusing its vectors and strings: a sampler that
+/// parses the same machine's file again and again stops allocating once it has seen it. On error
+/// `stat` is left empty.
+pub fn parse_stat_into(text: &str, stat: &mut ProcStat) -> Result<(), ParseError> {
+    let result = parse_stat_reusing(text, stat);
+    if result.is_err() {
+        *stat = ProcStat::default();
+    }
+    result
+}
+
+fn parse_stat_reusing(text: &str, stat: &mut ProcStat) -> Result<(), ParseError> {
+    stat.total = None;
+    stat.per_cpu.clear();
+    // The count vectors and the `other` strings are kept and refilled in place.
+    let mut intr = stat.intr.take().map(|(_, v)| v).unwrap_or_default();
+    let mut softirq = stat.softirq.take().map(|(_, v)| v).unwrap_or_default();
+    let (mut seen_intr, mut seen_softirq) = (None, None);
+    let mut others = 0usize;
     for (index, line) in text.split('\n').enumerate() {
         let line_no = index + 1;
         let err = |m: String| ParseError::new(line_no, m);
@@ -34,34 +56,63 @@ pub fn parse_stat(text: &str) -> Result<ProcStat, ParseError> {
         }
         let (key, rest) = line.split_once(' ').unwrap_or((line, ""));
         if key == "cpu" || cpu_number(key).is_some() {
-            numbers(rest, &mut nums).map_err(|m| err(format!("`{key}`: {m}")))?;
-            let ticks = ticks(&nums).map_err(|m| err(format!("`{key}`: {m}")))?;
+            let ticks = ticks_of(rest).map_err(|m| err(format!("`{key}`: {m}")))?;
             match cpu_number(key) {
                 Some(cpu) => stat.per_cpu.push((CpuId(cpu), ticks)),
                 None if stat.total.is_some() => return Err(err("repeated `cpu` line".into())),
                 None => stat.total = Some(ticks),
             }
         } else if key == "intr" || key == "softirq" {
-            numbers(rest, &mut nums).map_err(|m| err(format!("`{key}`: {m}")))?;
-            let Some((&total, each)) = nums.split_first() else {
-                return Err(err(format!("`{key}` line without a total")));
-            };
-            let slot = if key == "intr" {
-                &mut stat.intr
+            let (slot, buf) = if key == "intr" {
+                (&mut seen_intr, &mut intr)
             } else {
-                &mut stat.softirq
+                (&mut seen_softirq, &mut softirq)
             };
             if slot.is_some() {
                 return Err(err(format!("repeated `{key}` line")));
             }
-            *slot = Some((total, each.to_vec()));
+            numbers(rest, buf).map_err(|m| err(format!("`{key}`: {m}")))?;
+            if buf.is_empty() {
+                return Err(err(format!("`{key}` line without a total")));
+            }
+            // The total is the first number; the rest are the per-IRQ or per-type counts.
+            *slot = Some(buf.remove(0));
         } else if key.is_empty() {
             return Err(err(format!("line starts with a space: `{}`", show(line))));
         } else {
-            stat.other.push((key.to_string(), rest.to_string()));
+            match stat.other.get_mut(others) {
+                Some((k, r)) => {
+                    k.clear();
+                    k.push_str(key);
+                    r.clear();
+                    r.push_str(rest);
+                }
+                None => stat.other.push((key.to_string(), rest.to_string())),
+            }
+            others += 1;
         }
     }
-    Ok(stat)
+    stat.other.truncate(others);
+    stat.intr = seen_intr.map(|total| (total, intr));
+    stat.softirq = seen_softirq.map(|total| (total, softirq));
+    Ok(())
+}
+
+/// The tick counts of a `cpu` line, without a temporary vector.
+fn ticks_of(rest: &str) -> Result<CpuTicks, String> {
+    let mut n = [0u64; 10];
+    let mut len = 0usize;
+    for token in rest.split(' ').filter(|t| !t.is_empty()) {
+        let v = parse_u64(token).ok_or_else(|| format!("invalid number `{}`", show(token)))?;
+        if len == n.len() {
+            // Count them all for the message, as the vector version did.
+            let extra = rest.split(' ').filter(|t| !t.is_empty()).count();
+            return Err(format!("{extra} numbers, expected 4 to 10"));
+        }
+        n[len] = v;
+        len += 1;
+    }
+    ticks(&n[..len])
 }
 
 /// `cpu12` -> 12.
@@ -231,6 +282,18 @@ softirq 2817870 0 1040794 68 435652 25900 0 28629 572137 0 714690
             "cpu  1 2 3 4\nintr 5 1 4\npage 5741 1808\nswap 1 0\nbtime 7\nodd\n"
         );
         assert_eq!(parse_stat(&back).unwrap(), s);
+    }
+
+    #[test]
+    fn parse_into_reuses_and_matches() {
+        let mut s = parse_stat(STAT_418).unwrap();
+        parse_stat_into("cpu  1 2 3 4\nbtime 7\n", &mut s).unwrap();
+        assert_eq!(s, parse_stat("cpu  1 2 3 4\nbtime 7\n").unwrap());
+        assert!(s.intr.is_none() && s.softirq.is_none());
+        parse_stat_into(STAT_418, &mut s).unwrap();
+        assert_eq!(s, parse_stat(STAT_418).unwrap());
+        assert!(parse_stat_into("intr 1\nintr 2\n", &mut s).is_err());
+        assert_eq!(s, ProcStat::default());
     }
 
     #[test]

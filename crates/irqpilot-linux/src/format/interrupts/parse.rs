@@ -205,6 +205,31 @@ impl Parser<'_> {
             if irq.is_some() && k == ncpu {
                 break;
             }
+            if k > 0 {
+                // Runs of idle CPUs (` %10u` of 0), the bulk of a big machine's file, are
+                // compared against a prepared run and appended in one go.
+                let max = if irq.is_some() { ncpu - k } else { usize::MAX };
+                let zeros = zero_fields(b, i, max);
+                if zeros > 0 {
+                    for chunk in 0..zeros.div_ceil(RUN) {
+                        let n = (zeros - chunk * RUN).min(RUN);
+                        table.push_counts(&[0; RUN][..n]);
+                    }
+                    k += zeros;
+                    i += zeros * (1 + FIELD);
+                    tail_start = i;
+                    continue;
+                }
+                if let Some(v) = one_digit_field(b, i) {
+                    // The kernel's ` %10u` of a one-digit count (most cells of a big machine
+                    // are `0`): same result as the general scan below, a third of the work.
+                    table.push_count(v);
+                    k += 1;
+                    i += 1 + FIELD;
+                    tail_start = i;
+                    continue;
+                }
+            }
             let mut j = skip_spaces(b, i);
             let at_eol = j >= len || b[j] == b'\n';
             if at_eol || !b[j].is_ascii_digit() {
@@ -287,6 +312,77 @@ fn word_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(chunk))
 }
 
+/// Fields compared at once by [`zero_fields`].
+const RUN: usize = 64;
+
+/// `RUN` zero counts as the kernel prints them (` %10u` each: ten spaces and `0`).
+static ZERO_RUN: [u8; RUN * (1 + FIELD)] = {
+    let mut run = [b' '; RUN * (1 + FIELD)];
+    let mut k = 0;
+    while k < RUN {
+        run[k * (1 + FIELD) + FIELD] = b'0';
+        k += 1;
+    }
+    run
+};
+
+/// Length of the common prefix of `a` and `b`, eight bytes at a time.
+#[inline(always)]
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let (Some(x), Some(y)) = (word_at(a, i), word_at(b, i)) else {
+            break;
+        };
+        if x != y {
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// How many zero counts printed as ` %10u` start at `i` (at most `max`). The last one must end
+/// its field (a space, a newline or the end of the text follows), or it is left to the general
+/// scan, which reports `0x` and reads `05` as it always did.
+#[inline]
+fn zero_fields(b: &[u8], i: usize, max: usize) -> usize {
+    const W: usize = 1 + FIELD;
+    let mut n = 0;
+    while n < max {
+        let chunk = (max - n).min(RUN);
+        let have = b.get(i + n * W..).unwrap_or(&[]);
+        let full = common_prefix(have, &ZERO_RUN[..chunk * W]) / W;
+        n += full;
+        if full < chunk {
+            break;
+        }
+    }
+    if n > 0 && !matches!(b.get(i + n * W), None | Some(b' ' | b'\n')) {
+        n -= 1;
+    }
+    n
+}
+
+/// The value of a one-digit count printed as ` %10u` at `i` (ten spaces, the digit, then a
+/// space, a newline or the end of the text); `None` for anything else.
+#[inline(always)]
+fn one_digit_field(b: &[u8], i: usize) -> Option<u64> {
+    let w = word_at(b, i)?;
+    let rest = b.get(i + 8..i + 1 + FIELD)?;
+    if w != SPACES8 || rest[0] != b' ' || rest[1] != b' ' || !rest[2].is_ascii_digit() {
+        return None;
+    }
+    match b.get(i + 1 + FIELD) {
+        None | Some(b' ' | b'\n') => Some(u64::from(rest[2] - b'0')),
+        Some(_) => None,
+    }
+}
+
 /// The offset of the first byte at or after `j` that is not a space or tab. Count fields are
 /// mostly padding, so spaces are skipped eight at a time.
 #[inline(always)]
@@ -331,6 +427,11 @@ fn scan_digits(b: &[u8], ds: usize) -> Option<(u64, usize)> {
             } else {
                 (not_digit.trailing_zeros() / 8) as usize
             };
+            if n == 1 {
+                // Most per-CPU counts of a big machine are one digit (`0`): skip the
+                // multiplications, whose latency dominates the scan otherwise.
+                return Some((x & 0x0F, ds + 1));
+            }
             // Keep the n digits' values, shifted so that missing digits are leading zeros.
             // (The caller saw a digit at `ds`, so n >= 1 and the shift is below 64.)
             let d = (x & LOW_NIBBLES)
@@ -341,6 +442,10 @@ fn scan_digits(b: &[u8], ds: usize) -> Option<(u64, usize)> {
             let d = d.wrapping_mul((10 << 8) + 1) >> 8;
             let d = (d & 0x00FF_00FF_00FF_00FF).wrapping_mul((100 << 16) + 1) >> 16;
             let d = (d & 0x0000_FFFF_0000_FFFF).wrapping_mul((10_000 << 32) + 1) >> 32;
+            if n < 8 {
+                // The byte after the digits is not a digit: the number is complete.
+                return Some((d, ds + n));
+            }
             (d, ds + n)
         }
         None => (0, ds),
@@ -406,4 +511,178 @@ pub(crate) fn parse_u32(s: &str) -> Option<u32> {
         return None;
     }
     s.parse().ok()
+}
+
+#[cfg(test)]
+mod fast_path_tests {
+    use super::*;
+
+    #[test]
+    fn one_digit_fields() {
+        let f = |s: &str, i| one_digit_field(s.as_bytes(), i);
+        assert_eq!(f("          0 ", 0), Some(0));
+        assert_eq!(f("          7\n", 0), Some(7));
+        assert_eq!(f("          7", 0), Some(7), "end of text");
+        assert_eq!(f("         17 ", 0), None, "two digits: the general scan");
+        assert_eq!(
+            f("          7x", 0),
+            None,
+            "not a count: the general scan reports it"
+        );
+        assert_eq!(f("         \t7 ", 0), None, "tabs: the general scan");
+        assert_eq!(f("          x ", 0), None);
+        assert_eq!(f("      0", 0), None, "too short");
+    }
+
+    #[test]
+    fn zero_runs() {
+        let z = |s: &str, max| zero_fields(s.as_bytes(), 0, max);
+        let zero = "          0";
+        assert_eq!(z(&zero.repeat(3), 10), 3);
+        assert_eq!(z(&format!("{}\n", zero.repeat(3)), 10), 3);
+        assert_eq!(
+            z(&zero.repeat(3), 2),
+            2,
+            "never more than the header's CPUs"
+        );
+        assert_eq!(z(&zero.repeat(200), 500), 200, "runs longer than one chunk");
+        assert_eq!(z(&format!("{}         17", zero.repeat(2)), 10), 2);
+        assert_eq!(
+            z(&format!("{}x", zero.repeat(2)), 10),
+            1,
+            "`0x`: the general scan"
+        );
+        assert_eq!(
+            z(&format!("{}5", zero.repeat(2)), 10),
+            1,
+            "`05`: the general scan"
+        );
+        assert_eq!(
+            z("         0 ", 10),
+            0,
+            "nine spaces is not the kernel's field"
+        );
+        assert_eq!(common_prefix(b"abcdefghij", b"abcdefgXij"), 7);
+        assert_eq!(common_prefix(b"abc", b"abcdef"), 3);
+    }
+
+    #[test]
+    fn idle_rows_parse_like_before() {
+        let head: String = (0..150).map(|c| format!("CPU{c:<8}")).collect();
+        let mut counts = vec![0u64; 150];
+        counts[70] = 12;
+        counts[149] = 3;
+        let fields: String = counts.iter().map(|c| format!(" {c:>10}")).collect();
+        let text = format!(
+            "{}{head}\n 24:{fields}  IR-PCI-MSIX-0000:3b:00.0   1-edge      eth0\n",
+            " ".repeat(11)
+        );
+        let t = parse_interrupts(&text).unwrap();
+        assert_eq!(t.counts(&t.rows()[0]), counts.as_slice());
+        assert_eq!(crate::format::interrupts::render_interrupts(&t), text);
+        let more = text.replace("  IR-PCI", "          0  IR-PCI");
+        assert!(
+            parse_interrupts(&more)
+                .unwrap_err()
+                .message
+                .contains("more columns")
+        );
+    }
+
+    #[test]
+    fn fast_and_general_paths_agree() {
+        // The same counts with fields the fast path takes and fields it leaves.
+        let head = "           CPU0       CPU1       CPU2\n";
+        let a = format!("{head} 24:          5          0          9   IO-APIC   5-edge  a\n");
+        let b = format!("{head} 24:          5\t0         \t9   IO-APIC   5-edge  a\n");
+        let (ta, tb) = (parse_interrupts(&a).unwrap(), parse_interrupts(&b).unwrap());
+        assert_eq!(ta.counts(&ta.rows()[0]), [5, 0, 9]);
+        assert_eq!(tb.counts(&tb.rows()[0]), [5, 0, 9]);
+        assert_eq!(ta.rows()[0].tail, tb.rows()[0].tail);
+        let bad = format!("{head} 24:          5          0          9x  IO-APIC\n");
+        assert!(parse_interrupts(&bad).unwrap_err().message.contains("9x"));
+        let short = format!("{head} 24:          5          0\n");
+        assert!(
+            parse_interrupts(&short)
+                .unwrap_err()
+                .message
+                .contains("2 of 3")
+        );
+    }
+}
+
+#[cfg(test)]
+mod fast_path_proptests {
+    use super::*;
+    use irqpilot_core::CpuId;
+    use proptest::prelude::*;
+
+    /// Kernel text for rows that are mostly zeros (a big, mostly idle machine).
+    fn sparse_text() -> impl Strategy<Value = String> {
+        let count =
+            prop_oneof![8 => Just(0u64), 1 => 0u64..10, 1 => any::<u32>().prop_map(u64::from)];
+        (
+            1usize..150,
+            prop::collection::vec(prop::collection::vec(count, 150), 1..6),
+        )
+            .prop_map(|(ncpu, rows)| {
+                let cpus: Vec<CpuId> = (0..ncpu as u32).map(CpuId).collect();
+                let mut t = InterruptTable::with_kernel_header(cpus, 3);
+                for (n, counts) in rows.iter().enumerate() {
+                    let label = RowLabel::Irq(IrqNum(24 + n as u32));
+                    t.push_kernel_row(
+                        label,
+                        3,
+                        &counts[..ncpu],
+                        "  PCI-MSIX-0000:00:03.0   1-edge  q",
+                    );
+                }
+                t.push_kernel_row(
+                    RowLabel::Named("LOC".into()),
+                    3,
+                    &rows[0][..ncpu],
+                    "   Local timer",
+                );
+                crate::format::interrupts::render_interrupts(&t)
+            })
+    }
+
+    /// Labels and counts, or that it failed: what the fast paths must not change.
+    fn outcome(text: &str) -> Result<Vec<(String, Vec<u64>)>, ()> {
+        let t = parse_interrupts(text).map_err(|_| ())?;
+        Ok(t.rows()
+            .iter()
+            .map(|r| (r.label.to_string(), t.counts(r).to_vec()))
+            .collect())
+    }
+
+    proptest! {
+        #[test]
+        fn sparse_rows_round_trip(text in sparse_text()) {
+            let t = parse_interrupts(&text).unwrap();
+            prop_assert_eq!(crate::format::interrupts::render_interrupts(&t), text);
+        }
+
+        /// A tab before each idle field sends the parser down the general scan: the fast paths
+        /// must agree with it on any (edited) text.
+        #[test]
+        fn fast_paths_agree_with_the_general_scan(
+            text in sparse_text(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..3, any::<u8>()), 0..6),
+        ) {
+            let mut bytes = text.into_bytes();
+            for (at, op, byte) in edits {
+                let byte = b" 0123456789:\nA-x\t"[usize::from(byte) % 17];
+                let i = at.index(bytes.len().max(1)).min(bytes.len());
+                match op {
+                    0 if i < bytes.len() => bytes[i] = byte,
+                    2 if i < bytes.len() => { bytes.remove(i); }
+                    _ => bytes.insert(i, byte),
+                }
+            }
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let general = text.replace("          0", "\t         0").replace("          ", "\t         ");
+            prop_assert_eq!(outcome(&text), outcome(&general), "text:\n{}", text);
+        }
+    }
 }

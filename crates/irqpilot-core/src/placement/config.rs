@@ -1,0 +1,248 @@
+//! `PlacementConfig`: the knobs of the placement policy, the `[placement]` section of
+//! `irqpilot.toml`. Every constant of the algorithm (docs/placement.md) is one of these fields,
+//! with its default and where the default comes from.
+
+use crate::cpuset::CpuSet;
+use crate::ids::IrqNum;
+use serde::{Deserialize, Serialize};
+
+/// Knobs of the placement policy. Loads are in *CPU shares*: 1.0 is one CPU fully busy with
+/// interrupt work (hardirq + softirq).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PlacementConfig {
+    /// An IRQ whose load is below this is light: never moved for balance, only to satisfy
+    /// isolation, bans and pins (kirqd ignored light sources too, balancing.md 3.2).
+    pub heavy_min_load: f64,
+    /// Smallest gain (CPU shares, see docs/placement.md) a balancing move must bring. Undoing a
+    /// move needs the loads to change by about twice this, which is what keeps the policy from
+    /// oscillating.
+    pub tolerance: f64,
+    /// The gain must also reach this fraction of the source CPU's load (kirqd's max/8,
+    /// balancing.md 3.2 and A4).
+    pub tolerance_relative: f64,
+    /// Weight of the load two SMT siblings share (their core's load, squared, in the objective).
+    /// Siblings share execution units: "HT has shown no benefit" for interrupt handling
+    /// (scaling.rst, balancing.md 5.8).
+    pub smt_weight: f64,
+    /// Weight of the load the CPUs of one last-level cache share.
+    pub llc_weight: f64,
+    /// Weight of the load the CPUs of one package share (Kamble: balance packages first,
+    /// balancing.md 3.1).
+    pub package_weight: f64,
+    /// Weight of the load one device's queues put on one core: spreads a device's queues one
+    /// per core (vendor scripts and RSS do the same, balancing.md 5.8, 6.5).
+    pub queue_spread_weight: f64,
+    /// What placing an IRQ off its device's NUMA-local CPUs costs, in CPU shares: it goes
+    /// remote only when the local CPUs are busier than this (ESnet: up to 2x slower TCP across
+    /// sockets, costmodel.md 1.8).
+    pub numa_penalty: f64,
+    /// Device vectors per CPU (x86: "at max. 204", about 200 allocatable, balancing.md 5.6).
+    pub vector_capacity: u32,
+    /// Cost of one interrupt when the kernel does not account IRQ time (no `/proc/stat` irq and
+    /// softirq columns, or no `IRQ_TIME_ACCOUNTING`): 1 us hardirq + 1 us indirect
+    /// (costmodel.md 1.1).
+    pub interrupt_cost_us: f64,
+    /// Upper bound on the time charged to one interrupt when a CPU's irq+softirq time is shared
+    /// among its interrupts: one `net_rx_action` round may run 2 jiffies (2000 us at HZ=1000,
+    /// costmodel.md 1.2). Stops a CPU's unrelated softirq work from making a rare IRQ heavy.
+    pub max_interrupt_cost_us: f64,
+    /// Shortest control period the policy asks for (after moves or load shifts), ms.
+    pub min_interval_ms: u64,
+    /// Longest control period (steady load), ms. irqbalance polls every 10 s (balancing.md 1.2).
+    pub max_interval_ms: u64,
+    /// Relative change of per-IRQ loads between two periods that counts as a load shift and
+    /// shortens the period.
+    pub load_shift: f64,
+    /// Write `/proc/irq/default_smp_affinity` when it includes CPUs IRQs may not use, so IRQs
+    /// registered later start on housekeeping CPUs (balancing.md 8.3).
+    pub manage_default_affinity: bool,
+    /// CPUs never to place an IRQ on (IRQs there are moved off), on top of isolation.
+    pub ban_cpus: CpuSet,
+    /// IRQs never to touch (they still count for load and vectors).
+    pub ban_irqs: Vec<IrqNum>,
+    /// IRQ name globs (`*`, `?`) never to touch, matched against each action name and the
+    /// joined name as `/proc/interrupts` prints it.
+    pub ban_names: Vec<String>,
+    /// Pins: IRQs (by number, device or name glob) restricted to a CPU set.
+    pub pin: Vec<Pin>,
+}
+
+/// Restricts matching IRQs to `cpus` (intersected with the housekeeping CPUs: a pin never
+/// puts a device IRQ on an isolated CPU). Exactly one of `irq`, `device`, `name` is given.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pin {
+    /// One IRQ number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq: Option<IrqNum>,
+    /// A device: PCI address (`0000:3b:00.0`), network interface (`eth0`) or NVMe controller
+    /// (`nvme0`); every IRQ of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// An IRQ name glob (`mlx5_comp*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The CPUs.
+    pub cpus: CpuSet,
+}
+
+impl Default for PlacementConfig {
+    fn default() -> Self {
+        PlacementConfig {
+            heavy_min_load: 0.005,
+            tolerance: 0.05,
+            tolerance_relative: 0.125,
+            smt_weight: 0.5,
+            llc_weight: 0.2,
+            package_weight: 0.1,
+            queue_spread_weight: 0.25,
+            numa_penalty: 0.2,
+            vector_capacity: 200,
+            interrupt_cost_us: 2.0,
+            max_interrupt_cost_us: 2000.0,
+            min_interval_ms: 1000,
+            max_interval_ms: 10_000,
+            load_shift: 0.25,
+            manage_default_affinity: true,
+            ban_cpus: CpuSet::new(),
+            ban_irqs: Vec::new(),
+            ban_names: Vec::new(),
+            pin: Vec::new(),
+        }
+    }
+}
+
+/// A configuration value the policy cannot work with.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlacementConfigError {
+    /// A number outside its range.
+    #[error("placement.{field} = {value}: {why}")]
+    OutOfRange {
+        /// The key.
+        field: &'static str,
+        /// The value given.
+        value: String,
+        /// The range.
+        why: &'static str,
+    },
+    /// A pin that names no IRQ, or more than one kind of selector.
+    #[error("placement.pin[{index}]: {why}")]
+    BadPin {
+        /// Position in the `pin` list.
+        index: usize,
+        /// What is wrong.
+        why: &'static str,
+    },
+}
+
+impl PlacementConfig {
+    /// Checks ranges: weights and penalties finite and non-negative, tolerance positive (a
+    /// zero tolerance would let float noise move IRQs), intervals ordered, pins well formed.
+    pub fn validate(&self) -> Result<(), PlacementConfigError> {
+        let non_negative = [
+            ("heavy_min_load", self.heavy_min_load),
+            ("tolerance_relative", self.tolerance_relative),
+            ("smt_weight", self.smt_weight),
+            ("llc_weight", self.llc_weight),
+            ("package_weight", self.package_weight),
+            ("queue_spread_weight", self.queue_spread_weight),
+            ("numa_penalty", self.numa_penalty),
+            ("interrupt_cost_us", self.interrupt_cost_us),
+            ("load_shift", self.load_shift),
+        ];
+        for (field, v) in non_negative {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(PlacementConfigError::OutOfRange {
+                    field,
+                    value: v.to_string(),
+                    why: "must be a finite number >= 0",
+                });
+            }
+        }
+        let positive = [
+            ("tolerance", self.tolerance),
+            ("max_interrupt_cost_us", self.max_interrupt_cost_us),
+        ];
+        for (field, v) in positive {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(PlacementConfigError::OutOfRange {
+                    field,
+                    value: v.to_string(),
+                    why: "must be a finite number > 0",
+                });
+            }
+        }
+        if self.vector_capacity == 0 {
+            return Err(PlacementConfigError::OutOfRange {
+                field: "vector_capacity",
+                value: "0".into(),
+                why: "must be at least 1",
+            });
+        }
+        if self.min_interval_ms == 0 || self.min_interval_ms > self.max_interval_ms {
+            return Err(PlacementConfigError::OutOfRange {
+                field: "min_interval_ms",
+                value: self.min_interval_ms.to_string(),
+                why: "must be at least 1 and at most max_interval_ms",
+            });
+        }
+        for (index, p) in self.pin.iter().enumerate() {
+            let selectors =
+                p.irq.is_some() as u8 + p.device.is_some() as u8 + p.name.is_some() as u8;
+            if selectors != 1 {
+                return Err(PlacementConfigError::BadPin {
+                    index,
+                    why: "give exactly one of irq, device, name",
+                });
+            }
+            if p.cpus.is_empty() {
+                return Err(PlacementConfigError::BadPin {
+                    index,
+                    why: "cpus is empty",
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(PlacementConfig::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let c = PlacementConfig {
+            tolerance: 0.0,
+            ..Default::default()
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("placement.tolerance"), "{e}");
+        let c = PlacementConfig {
+            smt_weight: f64::NAN,
+            ..Default::default()
+        };
+        assert!(c.validate().unwrap_err().to_string().contains("smt_weight"));
+        let c = PlacementConfig {
+            min_interval_ms: 20_000,
+            ..Default::default()
+        };
+        assert!(c.validate().is_err());
+        let c = PlacementConfig {
+            pin: vec![Pin {
+                irq: Some(IrqNum(3)),
+                device: Some("eth0".into()),
+                name: None,
+                cpus: CpuSet::single(crate::ids::CpuId(0)),
+            }],
+            ..Default::default()
+        };
+        assert!(c.validate().unwrap_err().to_string().contains("pin[0]"));
+    }
+}

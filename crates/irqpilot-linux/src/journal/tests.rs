@@ -1,0 +1,316 @@
+use super::*;
+use irqpilot_core::{CpuId, CpuSet, Outcome};
+use std::collections::BTreeMap;
+
+/// A kernel stand-in over a temp root: writes `smp_affinity_list` and `default_smp_affinity`
+/// like the Linux platform (old value verbatim, newline-terminated text), with per-IRQ faults,
+/// and checks the journal on disk already holds each old value when it writes.
+struct FakeKernel {
+    root: Root,
+    journal: PathBuf,
+    faults: BTreeMap<IrqNum, ApplyError>,
+    crash: bool,
+    /// Whether writes must find their knob journaled (true under `JournaledPlatform`).
+    check: bool,
+}
+
+impl Platform for FakeKernel {
+    fn machine(&mut self) -> Result<Machine, PlatformError> {
+        Ok(Machine::default())
+    }
+    fn snapshot_into(&mut self, _: &mut Snapshot) -> Result<(), PlatformError> {
+        Ok(())
+    }
+    fn apply(&mut self, plan: &Plan) -> ApplyReport {
+        if self.crash {
+            // Died after the journal was saved, before any write.
+            return ApplyReport::default();
+        }
+        let on_disk = std::fs::read_to_string(&self.journal).unwrap_or_default();
+        let mut out = Vec::new();
+        for a in &plan.actions {
+            let (rel, text) = match a {
+                Action::SetAffinity { irq, cpus } => (
+                    format!("proc/irq/{irq}/smp_affinity_list"),
+                    procirq::render_affinity_list(cpus),
+                ),
+                Action::SetDefaultAffinity { cpus } => (
+                    "proc/irq/default_smp_affinity".to_string(),
+                    procirq::render_affinity_mask(cpus, 4),
+                ),
+                _ => unreachable!(),
+            };
+            let path = self.root.join(&rel);
+            let old = std::fs::read_to_string(&path)
+                .ok()
+                .map(|t| t.trim_end().to_string());
+            if let Action::SetAffinity { irq, .. } = a {
+                if let Some(e) = self.faults.get(irq) {
+                    out.push(Outcome {
+                        action: a.clone(),
+                        old,
+                        result: Err(e.clone()),
+                    });
+                    continue;
+                }
+            }
+            let Some(old) = old else {
+                out.push(Outcome {
+                    action: a.clone(),
+                    old: None,
+                    result: Err(ApplyError::Vanished),
+                });
+                continue;
+            };
+            if self.check {
+                let knob = match a {
+                    Action::SetAffinity { irq, .. } => format!("\"irq\": {irq}"),
+                    _ => "\"kind\": \"default-affinity\"".to_string(),
+                };
+                assert!(
+                    on_disk.contains(&knob),
+                    "{rel} ({old:?}) not journaled before the write:\n{on_disk}"
+                );
+            }
+            let changed = std::fs::read_to_string(&path).unwrap() != text;
+            std::fs::write(&path, &text).unwrap();
+            out.push(Outcome {
+                action: a.clone(),
+                old: Some(old),
+                result: Ok(changed),
+            });
+        }
+        ApplyReport { outcomes: out }
+    }
+    fn now(&mut self) -> MonoNs {
+        MonoNs(0)
+    }
+    fn sleep(&mut self, _: u64) {}
+}
+
+fn tree() -> (tempfile::TempDir, Root) {
+    let d = tempfile::tempdir().unwrap();
+    for (irq, mask) in [(30, "0-3\n"), (31, "2\n"), (32, "1,3\n")] {
+        let dir = d.path().join(format!("proc/irq/{irq}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("smp_affinity_list"), mask).unwrap();
+    }
+    std::fs::write(d.path().join("proc/irq/default_smp_affinity"), "f\n").unwrap();
+    let root = Root::new(d.path());
+    (d, root)
+}
+
+fn snapshot(root: &Root) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for rel in [
+        "proc/irq/30/smp_affinity_list",
+        "proc/irq/31/smp_affinity_list",
+        "proc/irq/32/smp_affinity_list",
+        "proc/irq/default_smp_affinity",
+    ] {
+        out.insert(
+            rel.to_string(),
+            std::fs::read(root.join(rel)).unwrap_or_default(),
+        );
+    }
+    out
+}
+
+fn set(irq: u32, cpu: u32) -> Action {
+    Action::SetAffinity {
+        irq: IrqNum(irq),
+        cpus: CpuSet::single(CpuId(cpu)),
+    }
+}
+
+fn journaled(root: &Root, faults: BTreeMap<IrqNum, ApplyError>) -> JournaledPlatform<FakeKernel> {
+    let path = root.join(DEFAULT_JOURNAL);
+    let fake = FakeKernel {
+        root: root.clone(),
+        journal: path.clone(),
+        faults,
+        crash: false,
+        check: true,
+    };
+    JournaledPlatform::new(fake, root.clone(), Journal::open(path).unwrap())
+}
+
+#[test]
+fn apply_journals_first_and_revert_restores_bytes() {
+    let (_d, root) = tree();
+    let before = snapshot(&root);
+    let mut p = journaled(&root, BTreeMap::new());
+    let plan = Plan {
+        actions: vec![
+            set(30, 1),
+            set(31, 2),
+            Action::SetDefaultAffinity {
+                cpus: CpuSet::range(0, 1),
+            },
+        ],
+        notes: vec![],
+    };
+    let r = p.apply(&plan);
+    assert_eq!(r.failures(), 0);
+    assert_eq!(r.written(), 2, "IRQ 31 was already on CPU 2");
+    // A second apply changes IRQ 30 again: the first old value (0-3) stays recorded.
+    p.apply(&Plan {
+        actions: vec![set(30, 3), set(32, 0)],
+        notes: vec![],
+    });
+    let (mut fake, mut journal) = p.into_parts();
+    fake.check = false;
+    let j = Journal::open(journal.path()).unwrap();
+    let olds: Vec<(&Knob, &str)> = j
+        .entries()
+        .iter()
+        .map(|e| (&e.knob, e.old.as_str()))
+        .collect();
+    assert_eq!(
+        olds,
+        vec![
+            (&Knob::Affinity { irq: IrqNum(30) }, "0-3"),
+            (&Knob::Affinity { irq: IrqNum(31) }, "2"),
+            (&Knob::DefaultAffinity, "f"),
+            (&Knob::Affinity { irq: IrqNum(32) }, "1,3"),
+        ]
+    );
+    assert_ne!(snapshot(&root), before);
+    let rep = revert(&mut fake, &mut journal).unwrap();
+    assert!(!rep.partial());
+    assert_eq!(snapshot(&root), before, "byte for byte");
+    let archived = rep.archived.unwrap();
+    assert!(archived.ends_with("journal.json.reverted"));
+    assert!(!root.join(DEFAULT_JOURNAL).exists());
+    // Nothing left: a second revert does nothing.
+    let mut j = Journal::open(root.join(DEFAULT_JOURNAL)).unwrap();
+    assert!(
+        revert(&mut fake, &mut j)
+            .unwrap()
+            .applied
+            .outcomes
+            .is_empty()
+    );
+}
+
+#[test]
+fn refusals_are_reported_and_the_journal_stays_consistent() {
+    let (_d, root) = tree();
+    let before = snapshot(&root);
+    let faults: BTreeMap<IrqNum, ApplyError> = [
+        (IrqNum(31), ApplyError::NoVectorSpace),
+        (IrqNum(32), ApplyError::Managed),
+    ]
+    .into_iter()
+    .collect();
+    let mut p = journaled(&root, faults);
+    let r = p.apply(&Plan {
+        actions: vec![set(30, 1), set(31, 0), set(32, 0), set(99, 0)],
+        notes: vec![],
+    });
+    assert_eq!(r.failures(), 3);
+    assert_eq!(r.outcomes[3].result, Err(ApplyError::Vanished));
+    // Refused knobs are journaled too (their old value is still current: restoring is a
+    // no-op); the vanished IRQ had nothing to read.
+    assert_eq!(p.journal().entries().len(), 3);
+    let (mut fake, mut journal) = p.into_parts();
+    fake.check = false;
+    fake.faults.clear();
+    let rep = revert(&mut fake, &mut journal).unwrap();
+    assert!(!rep.partial());
+    assert_eq!(snapshot(&root), before);
+}
+
+#[test]
+fn a_crash_after_journaling_leaves_a_revertable_state() {
+    let (_d, root) = tree();
+    let before = snapshot(&root);
+    let mut p = journaled(&root, BTreeMap::new());
+    p.inner_mut().crash = true;
+    p.apply(&Plan {
+        actions: vec![set(30, 1), set(32, 2)],
+        notes: vec![],
+    });
+    assert_eq!(snapshot(&root), before);
+    // A new process finds the journal and reverts: nothing to write, journal archived.
+    let (mut fake, _) = p.into_parts();
+    fake.crash = false;
+    fake.check = false;
+    let mut j = Journal::open(root.join(DEFAULT_JOURNAL)).unwrap();
+    assert_eq!(j.entries().len(), 2);
+    let rep = revert(&mut fake, &mut j).unwrap();
+    assert_eq!(rep.applied.written(), 0);
+    assert!(rep.archived.is_some());
+    assert_eq!(snapshot(&root), before);
+}
+
+#[test]
+fn failed_restores_are_kept_for_later() {
+    let (_d, root) = tree();
+    let mut p = journaled(&root, BTreeMap::new());
+    p.apply(&Plan {
+        actions: vec![set(30, 1), set(31, 0)],
+        notes: vec![],
+    });
+    let (mut fake, mut journal) = p.into_parts();
+    fake.check = false;
+    fake.faults.insert(IrqNum(30), ApplyError::PermissionDenied);
+    let rep = revert(&mut fake, &mut journal).unwrap();
+    assert!(rep.partial());
+    assert_eq!(rep.kept, 1);
+    let j = Journal::open(root.join(DEFAULT_JOURNAL)).unwrap();
+    assert_eq!(j.entries().len(), 1);
+    assert_eq!(j.entries()[0].knob, Knob::Affinity { irq: IrqNum(30) });
+}
+
+#[test]
+fn unsaveable_journal_means_nothing_is_written() {
+    let (d, root) = tree();
+    let mut p = journaled(&root, BTreeMap::new());
+    // The journal's directory is a file: the journal cannot be saved.
+    std::fs::create_dir_all(d.path().join("var/lib")).unwrap();
+    std::fs::write(d.path().join("var/lib/irqpilot"), "not a directory").unwrap();
+    let before = snapshot(&root);
+    let r = p.apply(&Plan {
+        actions: vec![set(30, 1)],
+        notes: vec![],
+    });
+    assert_eq!(r.failures(), 1);
+    assert!(
+        matches!(&r.outcomes[0].result, Err(ApplyError::Other { message }) if message.contains("not applied"))
+    );
+    assert_eq!(snapshot(&root), before);
+}
+
+#[test]
+fn journal_format_is_checked_and_restores_parse() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("j.json");
+    std::fs::write(&path, "{\"version\": 9, \"entries\": []}").unwrap();
+    assert!(matches!(
+        Journal::open(&path),
+        Err(JournalError::Format { .. })
+    ));
+    std::fs::write(&path, "garbage").unwrap();
+    assert!(Journal::open(&path).is_err());
+    let e = Entry {
+        knob: Knob::Channels {
+            device: "eth0".into(),
+        },
+        old: "combined=8 rx=0 tx=0 other=1".into(),
+    };
+    assert_eq!(
+        restore_action(&e),
+        Ok(Action::SetChannels {
+            device: "eth0".into(),
+            combined: Some(8),
+            rx: Some(0),
+            tx: Some(0)
+        })
+    );
+    let other = Entry {
+        knob: Knob::Other { what: "x".into() },
+        old: "y".into(),
+    };
+    assert!(restore_action(&other).is_err());
+}

@@ -1,0 +1,444 @@
+//! `LinuxPlatform`: the [`Platform`] over a root directory (`/` on a live machine, a captured
+//! fixture or a simulator's exported tree otherwise).
+//!
+//! * [`Platform::machine`] is [`inventory::read_machine`] plus what `/proc/interrupts` says about
+//!   each numbered row (chip, hwirq, trigger, handler, actions), so a root holding nothing but
+//!   `proc/interrupts` still lists every IRQ with its queue role. `/proc/interrupts` is the one
+//!   file that must exist.
+//! * [`Platform::snapshot_into`] reads `proc/interrupts` (required), `proc/stat` and
+//!   `proc/softirqs` (optional: missing or unreadable means `None`) into buffers the platform
+//!   keeps, and parses them into the snapshot's existing tables: once it has seen the files,
+//!   sampling allocates nothing. The timestamp is `CLOCK_MONOTONIC` at the middle of the
+//!   `/proc/interrupts` read.
+//! * [`Platform::apply`] writes `smp_affinity_list` and `default_smp_affinity` only when they
+//!   differ, keeps the old text for revert, and re-reads to verify. The kernel's refusals map to
+//!   [`ApplyError`] variants (ENOENT vanished, EACCES not root, EIO/EPERM managed, ENOSPC no
+//!   vector, EINVAL no online CPU, EOPNOTSUPP unsupported). Coalescing, channels and kernel soft
+//!   moderation are not implemented by this platform yet and answer `Unsupported`.
+
+use crate::format::interrupts::parse_interrupts_into;
+use crate::format::irq_desc::parse_descs;
+use crate::format::softirqs::parse_softirqs_into;
+use crate::format::stat::parse_stat_into;
+use crate::format::{cpu, procirq};
+use crate::inventory::{self, InterruptFacts};
+use crate::root::Root;
+use irqpilot_core::{
+    Action, ApplyError, ApplyReport, CpuSet, InterruptTable, IrqNum, Machine, MonoNs, Outcome,
+    Plan, Platform, PlatformError, Snapshot,
+};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// `/proc/interrupts`, relative to the root.
+pub const PROC_INTERRUPTS: &str = "proc/interrupts";
+/// `/proc/stat`, relative to the root.
+pub const PROC_STAT: &str = "proc/stat";
+/// `/proc/softirqs`, relative to the root.
+pub const PROC_SOFTIRQS: &str = "proc/softirqs";
+/// `/proc/irq/default_smp_affinity`, relative to the root.
+pub const DEFAULT_SMP_AFFINITY: &str = "proc/irq/default_smp_affinity";
+
+/// One counter file: its path (built once) and the buffer it is read into.
+#[derive(Debug)]
+struct Source {
+    path: PathBuf,
+    buf: Vec<u8>,
+}
+
+impl Source {
+    fn new(root: &Root, rel: &str) -> Source {
+        Source {
+            path: root.join(rel),
+            buf: Vec::new(),
+        }
+    }
+
+    /// Reads the whole file into the buffer (whose capacity is kept between reads).
+    fn read(&mut self) -> io::Result<()> {
+        self.buf.clear();
+        std::fs::File::open(&self.path)?.read_to_end(&mut self.buf)?;
+        Ok(())
+    }
+
+    /// The buffer as text; invalid UTF-8 (a binary file) is a parse error at its line.
+    fn text(&self) -> Result<&str, PlatformError> {
+        std::str::from_utf8(&self.buf).map_err(|e| {
+            let at = e.valid_up_to();
+            let line = self.buf[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            let byte = self.buf.get(at).copied().unwrap_or(0);
+            PlatformError::Parse {
+                path: self.path.clone(),
+                line,
+                message: format!("not text: invalid UTF-8 byte 0x{byte:02x}"),
+            }
+        })
+    }
+
+    fn io_error(&self, source: io::Error) -> PlatformError {
+        PlatformError::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn parse_error(&self, e: crate::ParseError) -> PlatformError {
+        PlatformError::Parse {
+            path: self.path.clone(),
+            line: e.line,
+            message: e.message,
+        }
+    }
+}
+
+/// The Linux platform over a root directory.
+#[derive(Debug)]
+pub struct LinuxPlatform {
+    root: Root,
+    interrupts: Source,
+    stat: Source,
+    softirqs: Source,
+}
+
+impl LinuxPlatform {
+    /// A platform reading and writing under `root`.
+    pub fn new(root: Root) -> LinuxPlatform {
+        LinuxPlatform {
+            interrupts: Source::new(&root, PROC_INTERRUPTS),
+            stat: Source::new(&root, PROC_STAT),
+            softirqs: Source::new(&root, PROC_SOFTIRQS),
+            root,
+        }
+    }
+
+    /// A platform over the directory `dir` (`/` for this machine).
+    pub fn with_root(dir: impl Into<PathBuf>) -> LinuxPlatform {
+        LinuxPlatform::new(Root::new(dir))
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Root {
+        &self.root
+    }
+
+    /// Reads and parses `/proc/interrupts` into a new table (for the inventory, not sampling).
+    pub fn read_interrupts(&mut self) -> Result<InterruptTable, PlatformError> {
+        let mut table = InterruptTable::default();
+        self.interrupts
+            .read()
+            .map_err(|e| self.interrupts.io_error(e))?;
+        let text = self.interrupts.text()?;
+        parse_interrupts_into(text, &mut table).map_err(|e| self.interrupts.parse_error(e))?;
+        Ok(table)
+    }
+
+    /// Reads an optional counter file: `Ok(false)` when it is missing or unreadable (the
+    /// snapshot's field is then `None`, as on kernels or containers without it).
+    fn read_optional(source: &mut Source) -> Result<bool, PlatformError> {
+        match source.read() {
+            Ok(()) => Ok(true),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(source.io_error(e)),
+        }
+    }
+
+    fn set_affinity(
+        &self,
+        irq: IrqNum,
+        cpus: &CpuSet,
+    ) -> (Option<String>, Result<bool, ApplyError>) {
+        let path = self
+            .root
+            .join(&format!("proc/irq/{irq}/{}", procirq::SMP_AFFINITY_LIST));
+        let old = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) => return (None, Err(apply_error(&e, &path))),
+        };
+        let old_text = old.trim_end_matches('\n').to_string();
+        if procirq::parse_affinity_list(&old).ok().as_ref() == Some(cpus) {
+            return (Some(old_text), Ok(false));
+        }
+        if cpus.is_empty() {
+            // The kernel refuses an empty mask with EINVAL; do not even try.
+            return (Some(old_text), Err(ApplyError::Invalid));
+        }
+        if let Err(e) = write_value(&path, &procirq::render_affinity_list(cpus)) {
+            return (Some(old_text), Err(apply_error(&e, &path)));
+        }
+        let result = verify(&path, cpus, procirq::parse_affinity_list);
+        if result.is_ok() {
+            self.log_effective(irq, cpus);
+        }
+        (Some(old_text), result)
+    }
+
+    /// Reads back `effective_affinity_list` after a write. On x86 without interrupt remapping
+    /// the move happens when the IRQ next fires, so an effective CPU outside the new mask is
+    /// logged, not treated as a failure.
+    fn log_effective(&self, irq: IrqNum, cpus: &CpuSet) {
+        let rel = format!("proc/irq/{irq}/{}", procirq::EFFECTIVE_AFFINITY_LIST);
+        let Ok(Some(text)) = self.root.read_optional(&rel) else {
+            return;
+        };
+        match procirq::parse_affinity_list(&text) {
+            Ok(eff) if !eff.is_empty() && !eff.is_subset(cpus) => tracing::info!(
+                irq = irq.0,
+                effective = %eff,
+                requested = %cpus,
+                "effective affinity not yet inside the new mask (moves when the IRQ next fires)"
+            ),
+            Ok(eff) => tracing::debug!(irq = irq.0, effective = %eff, "affinity written"),
+            Err(e) => tracing::warn!(irq = irq.0, error = %e, path = rel, "unreadable"),
+        }
+    }
+
+    fn set_default_affinity(&self, cpus: &CpuSet) -> (Option<String>, Result<bool, ApplyError>) {
+        let path = self.root.join(DEFAULT_SMP_AFFINITY);
+        let old = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) => return (None, Err(apply_error(&e, &path))),
+        };
+        let old_text = old.trim_end_matches('\n').to_string();
+        if procirq::parse_affinity_mask(&old).ok().as_ref() == Some(cpus) {
+            return (Some(old_text), Ok(false));
+        }
+        if cpus.is_empty() {
+            return (Some(old_text), Err(ApplyError::Invalid));
+        }
+        let width = self.nr_cpu_ids(&old_text, cpus);
+        if let Err(e) = write_value(&path, &procirq::render_affinity_mask(cpus, width)) {
+            return (Some(old_text), Err(apply_error(&e, &path)));
+        }
+        (
+            Some(old_text),
+            verify(&path, cpus, procirq::parse_affinity_mask),
+        )
+    }
+
+    /// Mask width (`nr_cpu_ids`): last possible CPU + 1; else as wide as the old mask text
+    /// (the kernel prints `nr_cpu_ids` bits); never narrower than the new set needs.
+    fn nr_cpu_ids(&self, old_mask: &str, cpus: &CpuSet) -> u32 {
+        let possible = self
+            .root
+            .read_optional("sys/devices/system/cpu/possible")
+            .ok()
+            .flatten()
+            .and_then(|t| cpu::parse_cpulist(&t).ok())
+            .and_then(|s| s.last())
+            .map(|c| c.0 + 1);
+        let from_old = || {
+            let digits = old_mask.bytes().filter(u8::is_ascii_hexdigit).count() as u32;
+            (digits > 0).then_some(digits * 4)
+        };
+        let need = cpus.last().map_or(1, |c| c.0 + 1);
+        possible.or_else(from_old).unwrap_or(need).max(need)
+    }
+}
+
+/// Writes `text` in one `write(2)`: procfs parses each write on its own, so a split write
+/// would be two different requests.
+fn write_value(path: &Path, text: &str) -> io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)?;
+    let n = f.write(text.as_bytes())?;
+    if n != text.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::WriteZero,
+            format!("short write: {n} of {} bytes", text.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// Re-reads a file after writing `want` and checks the kernel kept it.
+fn verify(
+    path: &Path,
+    want: &CpuSet,
+    parse: fn(&str) -> Result<CpuSet, crate::ParseError>,
+) -> Result<bool, ApplyError> {
+    let back = std::fs::read_to_string(path).map_err(|e| apply_error(&e, path))?;
+    match parse(&back) {
+        Ok(set) if &set == want => Ok(true),
+        _ => Err(ApplyError::NotTaken {
+            readback: back.trim_end_matches('\n').to_string(),
+        }),
+    }
+}
+
+/// The kernel's refusal behind an I/O error, as the variant callers branch on.
+pub fn apply_error(e: &io::Error, path: &Path) -> ApplyError {
+    match e.raw_os_error() {
+        Some(libc::ENOENT) => ApplyError::Vanished,
+        Some(libc::EACCES) => ApplyError::PermissionDenied,
+        // EIO before Linux 6.12, EPERM since: the kernel manages this IRQ's affinity.
+        Some(libc::EIO | libc::EPERM) => ApplyError::Managed,
+        Some(libc::ENOSPC) => ApplyError::NoVectorSpace,
+        Some(libc::EINVAL) => ApplyError::Invalid,
+        Some(libc::EOPNOTSUPP) => ApplyError::Unsupported,
+        _ => ApplyError::Other {
+            message: format!("{}: {e}", path.display()),
+        },
+    }
+}
+
+/// `CLOCK_MONOTONIC` now.
+fn monotonic_now() -> MonoNs {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if rc != 0 {
+        // Cannot happen on Linux (CLOCK_MONOTONIC always exists); fall back to a process clock.
+        return fallback_now();
+    }
+    MonoNs(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+fn fallback_now() -> MonoNs {
+    static BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let base = BASE.get_or_init(std::time::Instant::now);
+    MonoNs(base.elapsed().as_nanos() as u64)
+}
+
+impl Platform for LinuxPlatform {
+    fn machine(&mut self) -> Result<Machine, PlatformError> {
+        // The one mandatory file is checked first, so a wrong --root says which file is missing.
+        let table = self.read_interrupts()?;
+        let mut machine = inventory::read_machine(&self.root)?;
+        for (row, desc) in table.rows().iter().zip(parse_descs(&table)) {
+            let (Some(irq), Some(desc)) = (row.label.irq(), desc) else {
+                continue;
+            };
+            let handler = desc.handler;
+            inventory::merge_interrupts_desc(
+                &mut machine,
+                irq,
+                InterruptFacts {
+                    chip: desc.chip,
+                    hwirq: desc.hwirq,
+                    trigger: desc.trigger,
+                    actions: desc.actions,
+                },
+            );
+            if let Some(entry) = machine.irqs.get_mut(&irq) {
+                if entry.handler.is_none() {
+                    entry.handler = handler;
+                }
+            }
+        }
+        Ok(machine)
+    }
+
+    fn snapshot_into(&mut self, snap: &mut Snapshot) -> Result<(), PlatformError> {
+        let before = monotonic_now();
+        self.interrupts
+            .read()
+            .map_err(|e| self.interrupts.io_error(e))?;
+        let after = monotonic_now();
+        // The kernel prints the file while it is read: the middle of the read is the best
+        // single instant for its counts.
+        snap.taken_at = MonoNs(before.0 + (after.0 - before.0) / 2);
+        let text = self.interrupts.text()?;
+        parse_interrupts_into(text, &mut snap.interrupts)
+            .map_err(|e| self.interrupts.parse_error(e))?;
+
+        if Self::read_optional(&mut self.stat)? {
+            let stat = snap.stat.get_or_insert_with(Default::default);
+            let text = self.stat.text()?;
+            parse_stat_into(text, stat).map_err(|e| self.stat.parse_error(e))?;
+        } else {
+            snap.stat = None;
+        }
+        if Self::read_optional(&mut self.softirqs)? {
+            let table = snap.softirqs.get_or_insert_with(Default::default);
+            let text = self.softirqs.text()?;
+            parse_softirqs_into(text, table).map_err(|e| self.softirqs.parse_error(e))?;
+        } else {
+            snap.softirqs = None;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, plan: &Plan) -> ApplyReport {
+        let mut report = ApplyReport::default();
+        for action in &plan.actions {
+            let (old, result) = match action {
+                Action::SetAffinity { irq, cpus } => self.set_affinity(*irq, cpus),
+                Action::SetDefaultAffinity { cpus } => self.set_default_affinity(cpus),
+                Action::SetChannels {
+                    device,
+                    combined,
+                    rx,
+                    tx,
+                } => crate::channels::apply_channels(&self.root, device, *combined, *rx, *tx),
+                other => {
+                    tracing::warn!(
+                        action = other.describe(),
+                        "not implemented by the Linux platform yet"
+                    );
+                    (None, Err(ApplyError::Unsupported))
+                }
+            };
+            match &result {
+                Ok(true) => tracing::info!(action = action.describe(), old = ?old, "applied"),
+                Ok(false) => tracing::debug!(action = action.describe(), "already so"),
+                Err(e) => tracing::warn!(action = action.describe(), error = %e, "refused"),
+            }
+            report.outcomes.push(Outcome {
+                action: action.clone(),
+                old,
+                result,
+            });
+        }
+        report
+    }
+
+    fn now(&mut self) -> MonoNs {
+        monotonic_now()
+    }
+
+    fn sleep(&mut self, ns: u64) {
+        std::thread::sleep(std::time::Duration::from_nanos(ns));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errno_mapping() {
+        let p = Path::new("/x");
+        let e = |n| apply_error(&io::Error::from_raw_os_error(n), p);
+        assert_eq!(e(libc::ENOENT), ApplyError::Vanished);
+        assert_eq!(e(libc::EACCES), ApplyError::PermissionDenied);
+        assert_eq!(e(libc::EIO), ApplyError::Managed);
+        assert_eq!(e(libc::EPERM), ApplyError::Managed);
+        assert_eq!(e(libc::ENOSPC), ApplyError::NoVectorSpace);
+        assert_eq!(e(libc::EINVAL), ApplyError::Invalid);
+        assert_eq!(e(libc::EOPNOTSUPP), ApplyError::Unsupported);
+        match e(libc::EROFS) {
+            ApplyError::Other { message } => assert!(message.starts_with("/x: "), "{message}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn monotonic_clock_advances() {
+        let a = monotonic_now();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = monotonic_now();
+        assert!(b.since(a).is_some_and(|d| d >= 2_000_000), "{a:?} {b:?}");
+    }
+}

@@ -1,0 +1,245 @@
+//! `irqpilot isolate --cpus 4-23 [--apply]`: what keeping those CPUs free of device interrupts
+//! takes (docs/placement.md section 8): the IRQs that must leave, whether the housekeeping
+//! CPUs have the vectors, NIC queue cuts where they do not, the new default affinity, and the
+//! managed IRQs only a boot option steers, with the kernel command line.
+//!
+//! With `--apply`: channel cuts first (the driver re-creates its IRQs, so the placement is
+//! planned again afterwards), then the affinity writes and the default affinity, all journaled.
+//! On a fixture root there is no live interface: a channel cut is reported as planned but not
+//! applied. Exit 3 when anything was refused.
+//!
+//! JSON: the plan (`isolate`, `housekeeping`, `must_leave`, `vectors`, `channels`,
+//! `fits_after_channels`, `default_affinity`, `managed`, `boot`, `cmdline`, `plan`), and with
+//! `--apply` an `applied` object as `irqpilot apply` prints it.
+
+use super::apply::{ApplyOutput, output};
+use super::placement_common::{EXIT_PARTIAL, journaled, platform, sample};
+use crate::Settings;
+use crate::cli::{Format, IsolateArgs};
+use anyhow::Result;
+use irqpilot_core::isolation::plan::{IsolationPlan, plan_isolation};
+use irqpilot_core::{Action, ApplyReport, Plan, Platform};
+use irqpilot_linux::Root;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::io::Write;
+use std::process::ExitCode;
+
+#[derive(Serialize)]
+struct IsolateOutput<'a> {
+    #[serde(flatten)]
+    plan: PlanView<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    applied: Option<ApplyOutput>,
+}
+
+/// The plan without the placement decision's bulk (per-CPU tables stay in `irqpilot plan`).
+#[derive(Serialize)]
+struct PlanView<'a> {
+    isolate: &'a irqpilot_core::CpuSet,
+    housekeeping: &'a irqpilot_core::CpuSet,
+    must_leave: &'a [irqpilot_core::isolation::plan::Leaving],
+    vectors: &'a irqpilot_core::isolation::plan::VectorCheck,
+    channels: &'a [irqpilot_core::isolation::plan::ChannelAdvice],
+    fits_after_channels: bool,
+    default_affinity: &'a Option<irqpilot_core::CpuSet>,
+    managed: &'a [irqpilot_core::isolation::plan::ManagedIrq],
+    boot: &'a irqpilot_core::isolation::plan::BootParams,
+    cmdline: &'a str,
+    plan: &'a Plan,
+}
+
+fn view(p: &IsolationPlan) -> PlanView<'_> {
+    PlanView {
+        isolate: &p.isolate,
+        housekeeping: &p.housekeeping,
+        must_leave: &p.must_leave,
+        vectors: &p.vectors,
+        channels: &p.channels,
+        fits_after_channels: p.fits_after_channels,
+        default_affinity: &p.default_affinity,
+        managed: &p.managed,
+        boot: &p.boot,
+        cmdline: &p.cmdline,
+        plan: &p.plan,
+    }
+}
+
+/// Runs `irqpilot isolate`.
+pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
+    let cfg = &settings.config.placement;
+    let (machine, rates) = sample(&mut platform(settings)?, args.sample)?;
+    let plan = plan_isolation(&machine, &args.cpus, cfg, rates.as_ref())?;
+    let applied = if args.apply {
+        let mut p = journaled(settings, args.journal.journal.as_deref())?;
+        let channels: Vec<Action> = plan
+            .plan
+            .actions
+            .iter()
+            .filter(|a| matches!(a, Action::SetChannels { .. }))
+            .cloned()
+            .collect();
+        let mut report = ApplyReport::default();
+        let mut rest = plan.plan.clone();
+        rest.actions
+            .retain(|a| !matches!(a, Action::SetChannels { .. }));
+        if !channels.is_empty() {
+            report = p.apply(&Plan {
+                actions: channels,
+                notes: Vec::new(),
+            });
+            if report.written() > 0 {
+                // New queue count, new IRQs: plan the placement again on what is there now.
+                let machine = p.machine()?;
+                rest = plan_isolation(&machine, &args.cpus, cfg, None)?.plan;
+                rest.actions
+                    .retain(|a| !matches!(a, Action::SetChannels { .. }));
+            }
+        }
+        let second = p.apply(&rest);
+        report.outcomes.extend(second.outcomes);
+        let journal = p.journal().path().display().to_string();
+        Some(output(
+            &Root::new(&settings.root),
+            &journal,
+            &report,
+            Vec::new(),
+        ))
+    } else {
+        None
+    };
+    let failed = applied.as_ref().is_some_and(|a| a.failed > 0);
+    let mut out = std::io::stdout().lock();
+    match settings.format {
+        Format::Json => {
+            serde_json::to_writer_pretty(
+                &mut out,
+                &IsolateOutput {
+                    plan: view(&plan),
+                    applied,
+                },
+            )?;
+            out.write_all(b"\n")?;
+        }
+        Format::Table => {
+            out.write_all(render(&plan).as_bytes())?;
+            if let Some(a) = &applied {
+                let mut s = String::from("applied:\n");
+                for o in &a.outcomes {
+                    let err = o
+                        .error
+                        .as_ref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default();
+                    let _ = writeln!(s, "  {:<10} {}{err}", o.result, o.action.describe());
+                }
+                let _ = writeln!(
+                    s,
+                    "{} written, {} unchanged, {} refused; old values in {}",
+                    a.written, a.unchanged, a.failed, a.journal
+                );
+                out.write_all(s.as_bytes())?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(if failed {
+        ExitCode::from(EXIT_PARTIAL)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The table form.
+fn render(p: &IsolationPlan) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "isolate CPUs {} (housekeeping {})",
+        p.isolate, p.housekeeping
+    );
+    let moving = p.must_leave.iter().filter(|l| l.to.is_some()).count();
+    let _ = writeln!(
+        s,
+        "{} IRQs touch them; {moving} get a housekeeping CPU",
+        p.must_leave.len()
+    );
+    for l in &p.must_leave {
+        let to =
+            l.to.as_ref()
+                .map_or("STUCK".to_string(), |t| t.to_list_string());
+        let mask = l
+            .mask
+            .as_ref()
+            .map(|m| m.to_list_string())
+            .unwrap_or_default();
+        let _ = writeln!(s, "  IRQ {:>5}  {mask:>12} -> {to:<6} {}", l.irq.0, l.name);
+    }
+    let v = &p.vectors;
+    let _ = writeln!(
+        s,
+        "vectors on housekeeping CPUs: {} now, {} needed, {} available ({} per CPU){}",
+        v.used_now,
+        v.needed,
+        v.available,
+        v.capacity_per_cpu,
+        if v.fits { "" } else { ": DOES NOT FIT" }
+    );
+    if let Some((cpu, n)) = v.fullest {
+        let _ = writeln!(s, "  fullest CPU after the plan: {cpu} with {n}");
+    }
+    for c in &p.channels {
+        let kind = if c.combined { "combined" } else { "rx/tx" };
+        let _ = writeln!(
+            s,
+            "channels: {} {kind} {} -> {} (ethtool -L {} {} {})",
+            c.device,
+            c.queues,
+            c.recommended,
+            c.device,
+            if c.combined { "combined" } else { "rx" },
+            c.recommended
+        );
+    }
+    if !p.channels.is_empty() && !p.fits_after_channels {
+        let _ = writeln!(
+            s,
+            "even with these cuts the vectors do not fit: isolate fewer CPUs"
+        );
+    }
+    if let Some(d) = &p.default_affinity {
+        let _ = writeln!(s, "default_smp_affinity -> {d}");
+    }
+    if !p.managed.is_empty() {
+        let steerable = p.managed.iter().filter(|m| m.steerable).count();
+        let _ = writeln!(
+            s,
+            "{} kernel-managed IRQs touch them ({steerable} steerable by isolcpus=managed_irq); \
+             only a boot option moves them:",
+            p.managed.len()
+        );
+        for m in &p.managed {
+            let mask = m
+                .mask
+                .as_ref()
+                .map(|x| x.to_list_string())
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "  IRQ {:>5}  {mask:>12}  {}{}",
+                m.irq.0,
+                m.name,
+                if m.steerable {
+                    ""
+                } else {
+                    "  (mask all isolated: fires for I/O from those CPUs)"
+                }
+            );
+        }
+    }
+    let _ = writeln!(s, "kernel command line: {}", p.cmdline);
+    for n in &p.plan.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}

@@ -1,0 +1,13 @@
+//! One module per subcommand; each has `run(args, &Settings) -> anyhow::Result<ExitCode>`.
+
+pub mod apply;
+pub mod capture;
+pub mod daemon;
+pub mod fixture;
+pub mod isolate;
+pub mod placement_common;
+pub mod plan;
+pub mod revert;
+pub mod snapshot;
+pub mod status;
+pub mod watch;

@@ -1,0 +1,76 @@
+//! What `plan`, `apply`, `revert`, `isolate` and `daemon` share: sampling rates, the journal
+//! location, the platform stack (Linux, optional fault injection for tests, journal), and the
+//! exit code for partial success.
+
+use crate::Settings;
+use anyhow::Result;
+use irqpilot_core::{Machine, Platform, Rates};
+use irqpilot_linux::fault::FaultInjection;
+use irqpilot_linux::journal::{DEFAULT_JOURNAL, Journal, JournaledPlatform};
+use irqpilot_linux::{LinuxPlatform, Root};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Exit code when some actions were refused and the rest applied (or some journal entries
+/// could not be restored): documented in the README.
+pub const EXIT_PARTIAL: u8 = 3;
+
+/// Environment variable naming kernel refusals to simulate, `IRQ=ERRNO,...` (e.g.
+/// `36=ENOSPC,38=EIO`). Honoured only under a `--root` other than `/`: a test seam, never a
+/// way to fake results on a live machine.
+pub const FAULT_ENV: &str = "IRQPILOT_FAULT_INJECT";
+
+/// The machine and, unless `sample` is zero, rates over `sample`.
+pub fn sample<P: Platform>(platform: &mut P, sample: Duration) -> Result<(Machine, Option<Rates>)> {
+    let machine = platform.machine()?;
+    if sample.is_zero() {
+        return Ok((machine, None));
+    }
+    let first = platform.snapshot()?;
+    platform.sleep(u64::try_from(sample.as_nanos()).unwrap_or(u64::MAX));
+    let second = platform.snapshot()?;
+    Ok((machine, Some(Rates::between(&first, &second)?)))
+}
+
+/// The journal file: `--journal`, else `<root>/var/lib/irqpilot/journal.json` (so `--root`
+/// runs never write outside their tree).
+pub fn journal_path(settings: &Settings, explicit: Option<&Path>) -> PathBuf {
+    match explicit {
+        Some(p) => p.to_path_buf(),
+        None => Root::new(&settings.root).join(DEFAULT_JOURNAL),
+    }
+}
+
+/// The Linux platform over the root, with the test seam.
+pub fn platform(settings: &Settings) -> Result<FaultInjection<LinuxPlatform>> {
+    let root = Root::new(&settings.root);
+    let spec = std::env::var(FAULT_ENV).unwrap_or_default();
+    let faults = if spec.trim().is_empty() {
+        Default::default()
+    } else {
+        if irqpilot_linux::journal::is_live(&root) {
+            anyhow::bail!("{FAULT_ENV} is only honoured under a --root other than /");
+        }
+        irqpilot_linux::fault::parse_faults(&spec)
+            .map_err(|e| anyhow::anyhow!("{FAULT_ENV}={spec}: {e}"))?
+    };
+    Ok(FaultInjection::new(
+        LinuxPlatform::new(root.clone()),
+        root,
+        faults,
+    ))
+}
+
+/// The platform stack that journals before writing.
+pub fn journaled(
+    settings: &Settings,
+    journal: Option<&Path>,
+) -> Result<JournaledPlatform<FaultInjection<LinuxPlatform>>> {
+    let path = journal_path(settings, journal);
+    let journal = Journal::open(&path)?;
+    Ok(JournaledPlatform::new(
+        platform(settings)?,
+        Root::new(&settings.root),
+        journal,
+    ))
+}

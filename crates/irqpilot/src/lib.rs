@@ -1,0 +1,81 @@
+//! # irqpilot (the binary)
+//!
+//! The command line on top of `irqpilot-core` (the model and policies) and `irqpilot-linux` (the
+//! kernel's files): `status`, `snapshot`, `watch`, `capture` and `fixture generate`, each in
+//! its own module under [`cmd`]. Text output is built by [`render`]; `--format json` prints
+//! stable JSON documented on each command. Kept as a library so integration tests can drive a
+//! command's loop in-process (e.g. counting the allocations of `watch`).
+
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod cmd;
+pub mod config;
+pub mod render;
+
+use anyhow::Result;
+use cli::{Cli, Command, Format};
+use config::Config;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// What every command gets: the root, the output format and the configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Directory standing for `/`.
+    pub root: PathBuf,
+    /// Output format.
+    pub format: Format,
+    /// The configuration file's content (defaults when there is none).
+    pub config: Config,
+}
+
+/// Runs the command `cli` names.
+pub fn run(cli: &Cli) -> Result<ExitCode> {
+    let settings = Settings {
+        root: cli.global.root.clone(),
+        format: cli.global.format,
+        config: Config::load(cli.global.config.as_deref())?,
+    };
+    match &cli.command {
+        Command::Status(a) => cmd::status::run(a, &settings),
+        Command::Snapshot(a) => cmd::snapshot::run(a, &settings),
+        Command::Watch(a) => cmd::watch::run(a, &settings),
+        Command::Capture(a) => cmd::capture::run(a, &settings),
+        Command::Fixture(c) => cmd::fixture::run(c, &settings),
+        Command::Plan(a) => cmd::plan::run(a, &settings),
+        Command::Apply(a) => cmd::apply::run(a, &settings),
+        Command::Revert(a) => cmd::revert::run(a, &settings),
+        Command::Isolate(a) => cmd::isolate::run(a, &settings),
+        Command::Daemon(a) => cmd::daemon::run(a, &settings, cli.global.config.as_deref()),
+    }
+}
+
+/// An error and its causes on one line, `a: b: c`, leaving out a cause whose text the message
+/// already ends with (errors that print their source, such as `path: os error`, would
+/// otherwise say it twice).
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.ends_with(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
+/// Whether the error is a closed output pipe (`irqpilot snapshot | head`): not a failure.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .and_then(|j| j.io_error_kind())
+                .is_some_and(|k| k == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,119 @@
+//! Helpers for the binary's integration tests: running the built binary, fixture paths,
+//! temporary roots.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `tests/fixtures` at the workspace root.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+/// The captured Firecracker guest.
+pub fn firecracker() -> PathBuf {
+    fixtures().join("firecracker-2cpu")
+}
+
+/// The shared corpus of real `/proc/interrupts` files, beside the checkout; `None` (after
+/// saying so) when it is missing outside CI. Under `CI=true` a missing corpus fails.
+pub fn corpus() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/proc-interrupts");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("corpus folder {} is missing (CI=true)", dir.display());
+    }
+    eprintln!("SKIPPED: corpus folder {} not found", dir.display());
+    None
+}
+
+/// Runs the built binary with `args`.
+pub fn irqpilot(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_irqpilot"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
+/// Runs the binary and requires success; returns stdout.
+pub fn ok(args: &[&str]) -> String {
+    let out = irqpilot(args);
+    assert!(
+        out.status.success(),
+        "irqpilot {args:?} failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A temporary directory, on tmpfs (`/dev/shm`) when there is one: a generated 256-CPU tree is
+/// ~20,000 files, and creating a file costs about a millisecond on some virtual disks.
+pub fn scratch_dir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(dir) = tempfile::Builder::new().prefix("irqpilot-").tempdir_in(shm) {
+            return dir;
+        }
+    }
+    tempfile::tempdir().unwrap()
+}
+
+/// The generated large server written by `irqpilot fixture generate` into a scratch dir.
+pub fn generated(seed: u64) -> (tempfile::TempDir, PathBuf) {
+    let dir = scratch_dir();
+    let root = dir.path().join("large-server");
+    let seed = seed.to_string();
+    ok(&[
+        "fixture",
+        "generate",
+        "--preset",
+        "large-server",
+        "--seed",
+        &seed,
+        "--out",
+        root.to_str().unwrap(),
+    ]);
+    (dir, root)
+}
+
+/// A root holding only `proc/interrupts` with `text`.
+pub fn interrupts_only(text: &[u8]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+    std::fs::write(dir.path().join("proc/interrupts"), text).unwrap();
+    dir
+}
+
+/// Copies `from` into `to` recursively; symbolic links are recreated with the same text.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let ty = entry.file_type().unwrap();
+        if ty.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if ty.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+/// Whether this process runs as root (then tests can drop to `nobody` with `setpriv`).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
