@@ -22,11 +22,15 @@
 use crate::config::{MachineCfg, Scenario};
 use crate::rng::Stream;
 use crate::sim::Sim;
-use irqpilot_core::{
-    Action, ApplyError, ApplyReport, CpuId, CpuSet, IrqNum, Isolation, Machine, Plan, Policy,
-    Topology,
-};
+use irqpilot_core::{Action, CpuId, CpuSet, Isolation, Machine, Plan, Topology};
 use irqpilot_linux::format::cmdline::{isolation_from_cmdline, parse_cmdline};
+
+mod irqpilot;
+mod log;
+
+pub use irqpilot::Irqpilot;
+pub(crate) use log::PlacementLog;
+pub use log::refusal_name;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -74,6 +78,10 @@ pub struct PlacementCfg {
     /// Period of `rotate` (HZ/50 = 20 ms in 2.5.52, Kamble).
     #[serde(default = "d_rotate_ms")]
     pub rotate_interval_ms: u64,
+    /// irqpilot's placement configuration (the `[placement]` section of `irqpilot.toml`) for
+    /// `irqpilot`. Scenarios compress its periods with the rest of time (docs/placement-twin.md).
+    #[serde(default)]
+    pub irqpilot: irqpilot_core::PlacementConfig,
 }
 
 impl Default for PlacementCfg {
@@ -81,6 +89,7 @@ impl Default for PlacementCfg {
         PlacementCfg {
             policy: PlacementPolicy::None,
             rotate_interval_ms: d_rotate_ms(),
+            irqpilot: irqpilot_core::PlacementConfig::default(),
         }
     }
 }
@@ -111,6 +120,10 @@ pub(crate) fn validate(sc: &Scenario) -> Result<(), String> {
     if sc.machine.vectors_per_cpu == 0 {
         return Err("machine.vectors_per_cpu must be positive".into());
     }
+    sc.placement
+        .irqpilot
+        .validate()
+        .map_err(|e| e.to_string())?;
     isolation_of(&sc.machine).map(|_| ())
 }
 
@@ -291,68 +304,6 @@ pub fn static_plan(machine: &Machine, vectors_per_cpu: u32) -> Plan {
     plan
 }
 
-/// The seam where irqpilot's own placement policy (`irqpilot_core::placement`, written on the
-/// `place` branch) enters the twin: `Some(policy)` for `placement = "irqpilot"`.
-pub fn irqpilot_policy(sc: &Scenario) -> Result<Option<Box<dyn Policy>>, String> {
-    match sc.placement.policy {
-        PlacementPolicy::Irqpilot => Err(
-            "placement=irqpilot: irqpilot's placement policy (irqpilot_core::placement) is not in this build"
-                .into(),
-        ),
-        _ => Ok(None),
-    }
-}
-
-/// A stable name for a refusal, as counted in [`crate::report::PlacementReport::refused`].
-pub fn refusal_name(e: &ApplyError) -> &'static str {
-    match e {
-        ApplyError::Vanished => "vanished",
-        ApplyError::PermissionDenied => "permission-denied",
-        ApplyError::Managed => "managed",
-        ApplyError::NoVectorSpace => "no-vector-space",
-        ApplyError::Invalid => "invalid",
-        ApplyError::Unsupported => "unsupported",
-        ApplyError::NotTaken { .. } => "not-taken",
-        ApplyError::Other { .. } => "other",
-    }
-}
-
-/// Counts what placement did, for the report.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct PlacementLog {
-    pub rounds: u64,
-    pub writes: u64,
-    pub refused: BTreeMap<String, u64>,
-    /// IRQs whose affinity writes were refused with ENOSPC.
-    pub enospc_irqs: Vec<IrqNum>,
-}
-
-impl PlacementLog {
-    /// Records the affinity outcomes of one applied plan.
-    pub(crate) fn record(&mut self, report: &ApplyReport) {
-        let mut any = false;
-        for o in &report.outcomes {
-            let Action::SetAffinity { irq, .. } = &o.action else {
-                continue;
-            };
-            any = true;
-            match &o.result {
-                Ok(true) => self.writes += 1,
-                Ok(false) => {}
-                Err(e) => {
-                    *self.refused.entry(refusal_name(e).into()).or_default() += 1;
-                    if *e == ApplyError::NoVectorSpace && !self.enospc_irqs.contains(irq) {
-                        self.enospc_irqs.push(*irq);
-                    }
-                }
-            }
-        }
-        if any {
-            self.rounds += 1;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,7 +323,7 @@ mod tests {
             ..Machine::default()
         };
         for n in 24..28 {
-            let mut irq = irqpilot_core::Irq::new(IrqNum(n));
+            let mut irq = irqpilot_core::Irq::new(irqpilot_core::IrqNum(n));
             irq.managed = Some(n == 27);
             m.irqs.insert(irq.irq, irq);
         }

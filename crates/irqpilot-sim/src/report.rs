@@ -137,6 +137,12 @@ pub struct PlacementReport {
     /// Affinity writes the kernel refused, by refusal (`no-vector-space` is ENOSPC,
     /// `managed` EIO/EPERM, `invalid` EINVAL).
     pub refused: std::collections::BTreeMap<String, u64>,
+    /// NIC channel counts the policy set (`ethtool -L`), by interface.
+    pub channels: std::collections::BTreeMap<String, u32>,
+    /// CPUs the machine isolates (`isolcpus=`, `nohz_full=`).
+    pub isolated_cpus: Vec<u32>,
+    /// Device interrupts per second on those CPUs during the measured interval.
+    pub isolated_interrupts_per_sec: f64,
 }
 
 /// A run's results.
