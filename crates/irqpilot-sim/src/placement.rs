@@ -12,7 +12,7 @@
 //!   CPUs of the device's NUMA node (all housekeeping CPUs if the node has none), never above
 //!   the vector capacity.
 //! * `irqpilot`: irqpilot's placement policy, run through `irqpilot_core::Controller::step` on
-//!   `SimPlatform` at the interval the policy asks for (see [`irqpilot_policy`]).
+//!   `SimPlatform` at the interval the policy asks for (see [`Irqpilot`]).
 //! * `irqbalance`: an outside balancer writes the exported tree (`scripts/vs-irqbalance.sh`);
 //!   the twin itself places nothing.
 //!
