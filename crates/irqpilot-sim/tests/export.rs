@@ -253,3 +253,62 @@ fn an_exported_run_reports_outside_writes_and_is_deterministic_without_them() {
     assert_eq!(a.transactions_per_sec, plain.transactions_per_sec);
     assert_eq!(a.per_cpu, plain.per_cpu);
 }
+
+#[test]
+fn irqpilot_daemon_loop_through_linux_platform_places_the_exported_twin() {
+    // The daemon's loop (Controller + placement policy over LinuxPlatform, real time) against
+    // the twin exported at wall-clock pace: what `irqpilot daemon --root DIR` does.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let go = root.join("go");
+    let sc = builtin("balance-p4-4nic-netperf")
+        .unwrap()
+        .unwrap()
+        .with_sets(&[
+            ("duration_ms".into(), "1500".into()),
+            ("warmup_ms".into(), "1000".into()),
+        ])
+        .unwrap();
+    let cfg = sc.placement.irqpilot.clone();
+    let opts = ExportOptions {
+        scale: Some(1.0),
+        hold_until: Some(go.clone()),
+        ..ExportOptions::default()
+    };
+    let twin_root = root.clone();
+    let twin = std::thread::spawn(move || {
+        irqpilot_sim::run_scenario_exported(sc, &twin_root, opts, |_| {}).unwrap()
+    });
+    let ready = root.join(READY_FILE);
+    let t0 = std::time::Instant::now();
+    while !ready.exists() {
+        assert!(t0.elapsed().as_secs() < 30, "the twin never became ready");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let mut linux = LinuxPlatform::with_root(&root);
+    let mut policy = irqpilot_core::PlacementPolicy::new(cfg).unwrap();
+    let mut controller = irqpilot_core::Controller::new(&mut linux).unwrap();
+    std::fs::write(&go, "").unwrap();
+    let mut refused = 0;
+    while !twin.is_finished() {
+        let wait = irqpilot_core::Policy::next_interval_ns(&policy).unwrap_or(200_000_000);
+        linux.sleep(wait.min(200_000_000));
+        if twin.is_finished() {
+            break;
+        }
+        let step = controller.step(&mut linux, &mut [&mut policy]).unwrap();
+        refused += step.applied.failures();
+    }
+    let (report, writes) = twin.join().unwrap();
+    assert_eq!(refused, 0);
+    assert!(
+        !writes.is_empty() && writes.iter().all(|w| w.result.is_ok()),
+        "{writes:?}"
+    );
+    // One NIC per package, placed before the measured half second and left alone.
+    let mut packages: Vec<u32> = report.per_source.iter().map(|s| s.cpu % 4).collect();
+    packages.sort();
+    assert_eq!(packages, vec![0, 1, 2, 3]);
+    assert_eq!(report.migrations, 0);
+    assert!(report.transactions_per_sec.unwrap() > 50_000.0);
+}
