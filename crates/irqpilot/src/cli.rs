@@ -67,6 +67,102 @@ pub enum Command {
     Isolate(IsolateArgs),
     /// Run the placement loop: sample, decide, apply, at the policy's adaptive interval.
     Daemon(DaemonArgs),
+    /// Run the digital twin: a simulated server's interrupt path (scenarios, comparisons,
+    /// the README's result tables).
+    Sim(SimArgs),
+    /// Benchmarks that measure this machine.
+    Bench(BenchArgs),
+}
+
+/// `irqpilot sim`.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// A built-in scenario (see --list) or a scenario file (TOML).
+    pub scenario: Option<String>,
+    /// List the built-in scenarios.
+    #[arg(long, conflicts_with_all = ["scenario", "table"])]
+    pub list: bool,
+    /// Seed of every random stream (same seed, same bytes).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Simulated time to run (e.g. 1s, 300ms); the warm-up is shortened to fit if needed.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Change a scenario key: moderation=none|static|dim|aim|gsim|irqpilot, aim_mode=0|1|2,
+    /// platform=limited|healthy, seed=N, gsim_<param>=N, or any dotted path
+    /// (costs.hardirq_us=0.5, nic.0.queues=16, workload.0.iodepth=8). Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Run once per value and print the runs side by side, e.g. moderation=static,dim,gsim.
+    #[arg(long, value_name = "KEY=V1,V2,...")]
+    pub compare: Option<String>,
+    /// Print a table of twin results against published ones (Markdown): published, moderation.
+    #[arg(long, value_name = "NAME", conflicts_with = "scenario")]
+    pub table: Option<String>,
+    /// Measure the simulator: simulated seconds per wall second, events/s, packets/s.
+    #[arg(long)]
+    pub bench: bool,
+}
+
+/// `irqpilot bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// What to measure.
+    #[command(subcommand)]
+    pub what: BenchWhat,
+}
+
+/// Benchmarks.
+#[derive(Debug, Subcommand)]
+pub enum BenchWhat {
+    /// Round-trip latency and CPU cost of user-space notification mechanisms (spin, futex,
+    /// eventfd, pipe, socketpair, signals, io_uring MSG_RING, hybrid, user interrupts) for every
+    /// placement this machine's topology offers.
+    Notify(NotifyArgs),
+}
+
+/// `irqpilot bench notify`. Defaults finish in under a minute.
+#[derive(Debug, Args)]
+pub struct NotifyArgs {
+    /// Round trips per back-to-back measurement.
+    #[arg(long)]
+    pub iterations: Option<u64>,
+    /// Round trips discarded before measuring.
+    #[arg(long)]
+    pub warmup: Option<u64>,
+    /// Idle gaps between pings, e.g. 100us,1ms (or none).
+    #[arg(long, value_delimiter = ',')]
+    pub gaps: Option<Vec<String>>,
+    /// Round trips per gap measurement.
+    #[arg(long)]
+    pub gap_iterations: Option<u64>,
+    /// Time budget for the measurements, seconds (or none).
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Scale every count (2 = twice as long).
+    #[arg(long)]
+    pub scale: Option<f64>,
+    /// Interleaved rounds per measurement.
+    #[arg(long)]
+    pub rounds: Option<u32>,
+    /// Both sides in separate processes instead of threads.
+    #[arg(long)]
+    pub processes: bool,
+    /// Only these mechanisms (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    pub mechanisms: Vec<String>,
+    /// Only these placements (same-cpu, smt-sibling, same-cache, other-core, other-package).
+    #[arg(long, value_delimiter = ',')]
+    pub placements: Vec<String>,
+    /// Longest spin of the hybrid strategy, ns.
+    #[arg(long)]
+    pub max_spin_ns: Option<u32>,
+    /// Print Markdown tables (for docs) instead of aligned text.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Also save the JSON report to this file.
+    #[arg(long, value_name = "FILE")]
+    pub save_json: Option<PathBuf>,
 }
 
 /// `--journal`, shared by the commands that write.

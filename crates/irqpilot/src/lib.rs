@@ -48,6 +48,8 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Revert(a) => cmd::revert::run(a, &settings),
         Command::Isolate(a) => cmd::isolate::run(a, &settings),
         Command::Daemon(a) => cmd::daemon::run(a, &settings, cli.global.config.as_deref()),
+        Command::Sim(a) => cmd::sim::run(a, &settings),
+        Command::Bench(a) => cmd::bench::run(a, &settings),
     }
 }
 

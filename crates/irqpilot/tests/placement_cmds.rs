@@ -76,6 +76,18 @@ fn json(out: &Output) -> serde_json::Value {
 }
 
 /// Every file under `proc/irq`, byte for byte.
+/// Polls `cond` every 20 ms for up to 30 s.
+fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    cond()
+}
+
 fn irq_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
         for e in std::fs::read_dir(dir).unwrap() {
@@ -431,8 +443,11 @@ fn daemon_runs_periods_refuses_beside_irqbalance_and_exits_on_sigterm() {
         .spawn()
         .unwrap();
     let pid = child.id() as libc::pid_t;
-    std::thread::sleep(std::time::Duration::from_millis(400));
-    assert_ne!(irq_files(&root), before, "the daemon placed nothing");
+    // Wait for effects, not for a fixed time: a loaded CI machine may be slow to start it.
+    assert!(
+        wait_for(|| irq_files(&root) != before),
+        "the daemon placed nothing"
+    );
     std::fs::write(
         cfg_file.path(),
         "[placement]\nmin_interval_ms = 20\nban_cpus = \"0\"\n",
@@ -440,7 +455,13 @@ fn daemon_runs_periods_refuses_beside_irqbalance_and_exits_on_sigterm() {
     .unwrap();
     // SAFETY: signalling the child we spawned.
     unsafe { libc::kill(pid, libc::SIGHUP) };
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The reloaded configuration bans CPU 0: wait until no IRQ is placed there any more.
+    assert!(
+        wait_for(|| !irq_files(&root)
+            .iter()
+            .any(|(p, v)| p.ends_with("smp_affinity_list") && v.as_slice() == b"0\n")),
+        "the reloaded configuration (CPU 0 banned) was not applied"
+    );
     // SAFETY: as above.
     unsafe { libc::kill(pid, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();

@@ -1,6 +1,7 @@
 //! One module per subcommand; each has `run(args, &Settings) -> anyhow::Result<ExitCode>`.
 
 pub mod apply;
+pub mod bench;
 pub mod capture;
 pub mod daemon;
 pub mod fixture;
@@ -8,6 +9,7 @@ pub mod isolate;
 pub mod placement_common;
 pub mod plan;
 pub mod revert;
+pub mod sim;
 pub mod snapshot;
 pub mod status;
 pub mod watch;

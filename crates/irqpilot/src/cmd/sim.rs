@@ -1,0 +1,350 @@
+//! `irqpilot sim`: the digital twin. Runs a built-in scenario or a scenario file and reports
+//! throughput, latency, interrupt rates and CPU time; `--compare` runs one scenario under several
+//! values of a setting side by side; `--table` prints the README's result tables; `--bench`
+//! measures the simulator itself.
+//!
+//! JSON (a contract scripts rely on): one object with at least `scenario`, `seed`, `duration_s`,
+//! `interrupts_per_sec`, `throughput_gbps` (NIC scenarios), `iops` (NVMe scenarios),
+//! `transactions_per_sec` (request/response scenarios), `latency_us` {`p50`, `p95`, `p99`,
+//! `p999`} where there are requests, and `per_cpu` [{`cpu`, `interrupts_per_sec`,
+//! `hardirq_pct`, `softirq_pct`}]; see `irqpilot_sim::report::Report` for every field.
+
+use crate::Settings;
+use crate::cli::{Format, SimArgs};
+use crate::render::human;
+use crate::render::table::{Align, Table};
+use anyhow::{Context, Result, bail};
+use irqpilot_sim::report::Report;
+use irqpilot_sim::{Scenario, scenarios, tables};
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// Runs `irqpilot sim`.
+pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    if args.list {
+        return list(settings, &mut out);
+    }
+    if let Some(name) = &args.table {
+        let progress = settings.format == Format::Table && std::io::stderr().is_terminal();
+        let text = tables::table(name, |row| {
+            if progress {
+                eprintln!("  done: {row}");
+            }
+        })
+        .map_err(anyhow::Error::msg)?;
+        out.write_all(text.as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(name) = &args.scenario else {
+        bail!("name a scenario (irqpilot sim --list shows the built-ins) or a scenario file");
+    };
+    let base = load(name)?;
+    let mut sets = parse_sets(&args.set)?;
+    if let Some(seed) = args.seed {
+        sets.push(("seed".into(), seed.to_string()));
+    }
+    if let Some(d) = args.duration {
+        let ms = d.as_millis().max(1) as u64;
+        sets.push(("duration_ms".into(), ms.to_string()));
+        if base.warmup_ms >= ms {
+            // Keep a warm-up, shorter than the run, rather than refusing a shorter run.
+            sets.push(("warmup_ms".into(), (ms / 4).to_string()));
+        }
+    }
+    if let Some(cmp) = &args.compare {
+        return compare(&base, &sets, cmp, settings, &mut out);
+    }
+    let sc = base.with_sets(&sets)?;
+    let started = Instant::now();
+    let report = run_with_progress(sc, settings.format)?;
+    let wall = started.elapsed();
+    if args.bench {
+        return bench(&report, wall, settings, &mut out);
+    }
+    match settings.format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut out, &report)?;
+            writeln!(out)?;
+        }
+        Format::Table => write!(out, "{}", render_report(&report))?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A built-in scenario by name, or a TOML file.
+fn load(name: &str) -> Result<Scenario> {
+    if let Some(sc) = scenarios::builtin(name) {
+        return Ok(sc?);
+    }
+    let path = std::path::Path::new(name);
+    if path.exists() {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading scenario {name}"))?;
+        return Ok(Scenario::from_toml(&text, name)?);
+    }
+    bail!("no built-in scenario or file named {name:?} (irqpilot sim --list shows the built-ins)")
+}
+
+/// `key=value` pairs; a pair without `=` names itself in the error.
+fn parse_sets(raw: &[String]) -> Result<Vec<(String, String)>> {
+    raw.iter()
+        .map(|s| match s.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+            _ => bail!("--set {s:?}: expected key=value"),
+        })
+        .collect()
+}
+
+/// Runs a scenario, with a progress bar on a terminal for runs longer than a second (never in
+/// JSON mode, never when stderr is not a terminal).
+fn run_with_progress(sc: Scenario, format: Format) -> Result<Report> {
+    let show = format == Format::Table && std::io::stderr().is_terminal();
+    let bar = indicatif::ProgressBar::hidden();
+    let started = Instant::now();
+    let name = sc.name.clone();
+    let report = irqpilot_sim::run_scenario(sc, |f| {
+        if show && bar.is_hidden() && started.elapsed() > Duration::from_secs(1) {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            bar.set_length(1000);
+            bar.set_message(name.clone());
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {percent}% {elapsed}")
+            {
+                bar.set_style(style.progress_chars("=> "));
+            }
+        }
+        bar.set_position((f * 1000.0) as u64);
+    })
+    .map_err(anyhow::Error::msg)?;
+    bar.finish_and_clear();
+    Ok(report)
+}
+
+fn list(settings: &Settings, out: &mut impl Write) -> Result<ExitCode> {
+    let all = scenarios::list();
+    match settings.format {
+        Format::Json => {
+            let v: Vec<serde_json::Value> = all
+                .iter()
+                .map(|(n, d)| serde_json::json!({ "name": n, "description": d }))
+                .collect();
+            serde_json::to_writer_pretty(&mut *out, &v)?;
+            writeln!(out)?;
+        }
+        Format::Table => {
+            let mut t = Table::new(&[("SCENARIO", Align::Left), ("DESCRIPTION", Align::Left)]);
+            for (n, d) in all {
+                let short: String = d.chars().take(110).collect();
+                t.row(vec![
+                    n.to_string(),
+                    if short.len() < d.len() {
+                        format!("{short}...")
+                    } else {
+                        short
+                    },
+                ]);
+            }
+            write!(out, "{}", t.render())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Label and value of the headline metrics of a report.
+fn headline(r: &Report) -> Vec<(&'static str, String)> {
+    let mut v = vec![("interrupts/s", human::rate(r.interrupts_per_sec))];
+    if let Some(g) = r.throughput_gbps {
+        v.push(("throughput", format!("{g:.2} Gb/s")));
+    }
+    if let Some(g) = r.tx_gbps {
+        v.push(("transmit", format!("{g:.2} Gb/s")));
+    }
+    if let Some(i) = r.iops {
+        v.push(("IOPS", human::si(i)));
+    }
+    if let Some(t) = r.transactions_per_sec {
+        v.push(("transactions/s", human::si(t)));
+    }
+    if let Some(l) = &r.latency_us {
+        v.push((
+            "latency p50/p95/p99/p99.9",
+            format!(
+                "{:.1} / {:.1} / {:.1} / {:.1} us",
+                l.p50, l.p95, l.p99, l.p999
+            ),
+        ));
+    }
+    if let Some(f) = &r.fairness {
+        v.push((
+            "fairness (Jain, min/max)",
+            format!("{:.3}, {:.3} over {}", f.jain, f.min_over_max, f.units),
+        ));
+    }
+    if let Some(g) = &r.gsim {
+        v.push((
+            "GSIM delay mean/max",
+            format!("{:.1} / {:.1} us", g.mean_delay_us, g.max_delay_us),
+        ));
+    }
+    v.push((
+        "platform MSI/s (knee)",
+        format!(
+            "{} ({})",
+            human::rate(r.platform.msi_per_sec),
+            human::rate(r.platform.knee_per_sec)
+        ),
+    ));
+    v.push(("dropped packets", r.drops.nic_packets.to_string()));
+    v
+}
+
+fn render_report(r: &Report) -> String {
+    let mut s = format!(
+        "scenario {} (seed {}), {:.3} s measured after {:.3} s warm-up\n\n",
+        r.scenario, r.seed, r.duration_s, r.warmup_s
+    );
+    let mut t = Table::new(&[("METRIC", Align::Left), ("VALUE", Align::Right)]);
+    for (k, v) in headline(r) {
+        t.row(vec![k.to_string(), v]);
+    }
+    s.push_str(&t.render());
+    // The busiest CPUs by interrupt rate: on big machines all of them would drown the table.
+    let mut cpus: Vec<_> = r.per_cpu.iter().collect();
+    cpus.sort_by(|a, b| {
+        b.interrupts_per_sec
+            .total_cmp(&a.interrupts_per_sec)
+            .then(a.cpu.cmp(&b.cpu))
+    });
+    s.push_str(&format!("\nbusiest CPUs (of {}):\n", r.per_cpu.len()));
+    let mut c = Table::new(&[
+        ("CPU", Align::Right),
+        ("IRQ/s", Align::Right),
+        ("HARDIRQ%", Align::Right),
+        ("SOFTIRQ%", Align::Right),
+        ("APP%", Align::Right),
+    ]);
+    for p in cpus.iter().take(8) {
+        c.row(vec![
+            p.cpu.to_string(),
+            human::rate(p.interrupts_per_sec),
+            format!("{:.1}", p.hardirq_pct),
+            format!("{:.1}", p.softirq_pct),
+            format!("{:.1}", p.app_pct),
+        ]);
+    }
+    s.push_str(&c.render());
+    s
+}
+
+fn compare(
+    base: &Scenario,
+    sets: &[(String, String)],
+    cmp: &str,
+    settings: &Settings,
+    out: &mut impl Write,
+) -> Result<ExitCode> {
+    let Some((key, values)) = cmp.split_once('=') else {
+        bail!("--compare {cmp:?}: expected key=v1,v2,...");
+    };
+    let values: Vec<&str> = values
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .collect();
+    if values.is_empty() {
+        bail!("--compare {cmp:?}: no values");
+    }
+    let mut reports = Vec::new();
+    for v in &values {
+        let mut s = sets.to_vec();
+        s.push((key.to_string(), v.to_string()));
+        let sc = base.with_sets(&s)?;
+        reports.push(run_with_progress(sc, settings.format)?);
+    }
+    match settings.format {
+        Format::Json => {
+            let runs: Vec<serde_json::Value> = values
+                .iter()
+                .zip(&reports)
+                .map(|(v, r)| serde_json::json!({ "value": v, "report": r }))
+                .collect();
+            serde_json::to_writer_pretty(
+                &mut *out,
+                &serde_json::json!({ "scenario": base.name, "compare": key, "runs": runs }),
+            )?;
+            writeln!(out)?;
+        }
+        Format::Table => {
+            let mut cols = vec![(key, Align::Left)];
+            cols.extend(values.iter().map(|v| (*v, Align::Right)));
+            let mut t = Table::new(&cols);
+            let heads: Vec<Vec<(&str, String)>> = reports.iter().map(headline).collect();
+            // Metrics in first-seen order across the runs (GSIM's row exists only with GSIM).
+            let mut labels: Vec<&str> = Vec::new();
+            for h in &heads {
+                for (label, _) in h {
+                    if !labels.contains(label) {
+                        labels.push(label);
+                    }
+                }
+            }
+            for label in labels {
+                let mut row = vec![label.to_string()];
+                row.extend(heads.iter().map(|h| {
+                    h.iter()
+                        .find(|(l, _)| *l == label)
+                        .map_or("-".into(), |(_, v)| v.clone())
+                }));
+                t.row(row);
+            }
+            writeln!(out, "scenario {}, comparing {key}\n", base.name)?;
+            write!(out, "{}", t.render())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn bench(
+    r: &Report,
+    wall: Duration,
+    settings: &Settings,
+    out: &mut impl Write,
+) -> Result<ExitCode> {
+    let simulated = r.duration_s + r.warmup_s;
+    let secs = wall.as_secs_f64().max(1e-9);
+    let events_per_sec = r.sim.events as f64 / secs;
+    let packets_per_sec = r.sim.packets as f64 / secs;
+    let speed = simulated / secs;
+    match settings.format {
+        Format::Json => {
+            serde_json::to_writer_pretty(
+                &mut *out,
+                &serde_json::json!({
+                    "scenario": r.scenario,
+                    "simulated_s": simulated,
+                    "wall_s": secs,
+                    "events": r.sim.events,
+                    "events_per_sec": events_per_sec,
+                    "simulated_packets_per_sec": packets_per_sec,
+                    "simulated_seconds_per_wall_second": speed,
+                }),
+            )?;
+            writeln!(out)?;
+        }
+        Format::Table => writeln!(
+            out,
+            "{}: {:.3} s simulated in {:.3} s wall ({:.2}x real time); {} events ({} events/s); {} packets simulated ({} packets/s, aggregated in trains)",
+            r.scenario,
+            simulated,
+            secs,
+            speed,
+            r.sim.events,
+            human::si(events_per_sec),
+            r.sim.packets,
+            human::si(packets_per_sec)
+        )?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
