@@ -4,9 +4,10 @@
 #   scripts/vs-irqbalance.sh [--scale S] [--interval SECS] [--policy P] [SCENARIO ...]
 #
 # For each scenario (default: every built-in placement scenario and its -lowload twin):
-#   1. irqpilot: the twin runs the scenario with `placement=irqpilot` (its placement policy
-#      through the production control loop on SimPlatform);
-#   2. irqbalance: the twin runs the scenario exported as a live /proc + /sys tree, simulated
+#   1. irqpilot: `irqpilot sim SCENARIO --set placement=irqpilot` (its placement policy through
+#      the production control loop on SimPlatform);
+#   2. irqbalance: `irqpilot sim SCENARIO --export-root DIR --realtime S` keeps a live
+#      /proc + /sys tree of the simulated machine, simulated
 #      time following wall time at S simulated seconds per wall second (default 0.2: the
 #      built-in scenarios compress time 5x, irqpilot's 1 s period included, so one second of
 #      irqbalance's wall clock is 200 ms of the machine), and the unmodified irqbalance
@@ -92,8 +93,8 @@ irqbalance_bin=$(command -v irqbalance)
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
-cargo build --release --quiet -p irqpilot-sim --example twin
-bin=${CARGO_TARGET_DIR:-$repo/target}/release/examples
+cargo build --release --quiet -p irqpilot
+irqpilot=${CARGO_TARGET_DIR:-$repo/target}/release/irqpilot
 
 work=$(mktemp -d /tmp/vs-irqbalance.XXXXXX)
 started=()
@@ -126,12 +127,12 @@ trap cleanup EXIT
 
 for sc in "${scenarios[@]}"; do
     echo "== $sc" >&2
-    "$bin/twin" "$sc" "placement=$policy" >"$work/$sc.$policy.json"
+    "$irqpilot" sim "$sc" --set "placement=$policy" --format json >"$work/$sc.$policy.json"
 
     tree=$work/$sc.tree ns=$work/$sc.ns
     mkdir -p "$tree" "$ns"
-    "$bin/twin" "$sc" --export-root "$tree" --scale "$scale" --hold-until "$tree/.go" \
-        placement=irqbalance \
+    "$irqpilot" -v sim "$sc" --export-root "$tree" --realtime "$scale" --hold-until "$tree/.go" \
+        --set placement=irqbalance --format json \
         >"$work/$sc.irqbalance.json" 2>"$work/$sc.twin.log" &
     twin=$!
     started+=("$twin")
