@@ -5,6 +5,8 @@
 //! * [`knobs`]: which moderation each IRQ offers and its current setting.
 //! * [`global`]: irqpilot's global moderator, a [`crate::Policy`] that keeps the platform-wide rate
 //!   and per-CPU hardirq time under targets through those knobs.
+//! * [`kernel_soft`]: the same targets written into the kernel's own software moderation (GSIM)
+//!   where the kernel carries it, and GSIM enabled on the device IRQs that offer it.
 //!
 //! The simulator runs these inside its simulated drivers; the Linux actuators never need them
 //! (the real drivers run their own copies). Constants and their sources are in
@@ -13,4 +15,5 @@
 pub mod aim;
 pub mod dim;
 pub mod global;
+pub mod kernel_soft;
 pub mod knobs;

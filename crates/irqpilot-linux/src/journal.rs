@@ -3,7 +3,8 @@
 //! original masks and restore them).
 //!
 //! * [`JournaledPlatform`] wraps any [`Platform`]: for each action of a plan it reads the
-//!   current value (`smp_affinity_list`, `default_smp_affinity`, ethtool channels) and records
+//!   current value (`smp_affinity_list`, `default_smp_affinity`, ethtool channels, the
+//!   moderation knobs through [`crate::moderation::apply::read_current`]) and records
 //!   it, saves the journal atomically (temp file, fsync, rename, fsync of the directory), and
 //!   only then lets the platform write. After the write it records the `Outcome.old` the
 //!   platform reports for anything it could not read beforehand.
@@ -49,6 +50,35 @@ pub enum Knob {
         /// The interface.
         device: String,
     },
+    /// NIC interrupt coalescing of an interface: one queue's, or (`None`) the device-wide one.
+    Coalesce {
+        /// The interface.
+        device: String,
+        /// The queue.
+        queue: Option<u32>,
+    },
+    /// NVMe Interrupt Coalescing (feature 08h) of a controller.
+    NvmeCoalescing {
+        /// The controller (`nvme0`).
+        controller: String,
+    },
+    /// NVMe Interrupt Vector Configuration (feature 09h) of one vector.
+    NvmeVector {
+        /// The controller.
+        controller: String,
+        /// The vector.
+        vector: u16,
+    },
+    /// A global parameter of the kernel's software interrupt moderation.
+    SoftModeration {
+        /// The parameter (`delay_us`, ...).
+        param: String,
+    },
+    /// The kernel's software interrupt moderation on one IRQ.
+    IrqSoftModeration {
+        /// The IRQ.
+        irq: IrqNum,
+    },
     /// Any other action: recorded so nothing is silently lost, restored by no one yet.
     Other {
         /// The action's description.
@@ -65,10 +95,55 @@ impl Knob {
             Action::SetChannels { device, .. } => Knob::Channels {
                 device: device.clone(),
             },
-            other => Knob::Other {
-                what: other.describe(),
+            Action::SetCoalesce { device, queue, .. } => Knob::Coalesce {
+                device: device.clone(),
+                queue: *queue,
             },
+            Action::SetNvmeCoalescing { controller, .. } => Knob::NvmeCoalescing {
+                controller: controller.clone(),
+            },
+            Action::SetNvmeVectorCoalescing {
+                controller, vector, ..
+            } => Knob::NvmeVector {
+                controller: controller.clone(),
+                vector: *vector,
+            },
+            Action::SetSoftModeration { param, .. } => Knob::SoftModeration {
+                param: param.clone(),
+            },
+            Action::SetIrqSoftModeration { irq, .. } => Knob::IrqSoftModeration { irq: *irq },
         }
+    }
+
+    /// An action on this knob (its new value irrelevant), for the moderation knobs: what
+    /// [`crate::moderation::restore::restore_for`] needs to know which knob to set back.
+    fn moderation_action(&self) -> Option<Action> {
+        Some(match self {
+            Knob::Coalesce { device, queue } => Action::SetCoalesce {
+                device: device.clone(),
+                queue: *queue,
+                params: Default::default(),
+            },
+            Knob::NvmeCoalescing { controller } => Action::SetNvmeCoalescing {
+                controller: controller.clone(),
+                time_100us: 0,
+                threshold: 1,
+            },
+            Knob::NvmeVector { controller, vector } => Action::SetNvmeVectorCoalescing {
+                controller: controller.clone(),
+                vector: *vector,
+                disable: false,
+            },
+            Knob::SoftModeration { param } => Action::SetSoftModeration {
+                param: param.clone(),
+                value: 0,
+            },
+            Knob::IrqSoftModeration { irq } => Action::SetIrqSoftModeration {
+                irq: *irq,
+                enabled: false,
+            },
+            _ => return None,
+        })
     }
 }
 
@@ -237,6 +312,14 @@ pub fn read_current(root: &Root, action: &Action) -> Option<String> {
                 .ok()
                 .map(|c| c.counts_text());
         }
+        Action::SetCoalesce { .. }
+        | Action::SetNvmeCoalescing { .. }
+        | Action::SetNvmeVectorCoalescing { .. }
+        | Action::SetSoftModeration { .. }
+        | Action::SetIrqSoftModeration { .. } => {
+            let mut io = crate::moderation::ModerationIo::for_root(root);
+            return crate::moderation::apply::read_current(root, &mut io, action);
+        }
         _ => return None,
     };
     let text = root.read_optional(&rel).ok().flatten()?;
@@ -367,6 +450,16 @@ pub fn restore_action(entry: &Entry) -> Result<Action, String> {
             None => Err(format!("recorded channels {:?} unreadable", entry.old)),
         },
         Knob::Other { what } => Err(format!("no way to restore {what}")),
+        moderation => {
+            let template = moderation
+                .moderation_action()
+                .ok_or_else(|| format!("no way to restore {moderation:?}"))?;
+            match crate::moderation::restore::restore_for(&template, &entry.old) {
+                Ok(Some(a)) => Ok(a),
+                Ok(None) => Err(format!("no way to restore {moderation:?}")),
+                Err(e) => Err(format!("recorded value {:?}: {}", entry.old, e.message)),
+            }
+        }
     }
 }
 

@@ -8,6 +8,8 @@
 //!   Parsers take `&str`, never paths.
 //! * [`inventory`]: reads a [`irqpilot_core::Machine`] from a root directory (default `/`); any
 //!   file but `/proc/interrupts` may be missing and becomes a recorded gap.
+//! * [`moderation`]: the moderation knobs (ethtool coalescing, NVMe features 08h/09h, the
+//!   kernel's soft moderation files): reading them into the inventory and changing them.
 //! * [`capture`]: copies the files irqpilot reads from a root into a fixture tree with a
 //!   `MANIFEST.toml` (`irqpilot capture`).
 //! * [`platform`]: [`LinuxPlatform`], the [`irqpilot_core::Platform`] over a root: inventory,
@@ -32,6 +34,7 @@ pub mod format;
 pub mod generate;
 pub mod inventory;
 pub mod journal;
+pub mod moderation;
 pub mod platform;
 pub mod root;
 pub mod tree;

@@ -13,8 +13,11 @@
 //! * [`Platform::apply`] writes `smp_affinity_list` and `default_smp_affinity` only when they
 //!   differ, keeps the old text for revert, and re-reads to verify. The kernel's refusals map to
 //!   [`ApplyError`] variants (ENOENT vanished, EACCES not root, EIO/EPERM managed, ENOSPC no
-//!   vector, EINVAL no online CPU, EOPNOTSUPP unsupported). Coalescing, channels and kernel soft
-//!   moderation are not implemented by this platform yet and answer `Unsupported`.
+//!   vector, EINVAL no online CPU, EOPNOTSUPP unsupported). Moderation actions (NIC coalescing,
+//!   NVMe features, kernel soft moderation) go to [`crate::moderation::apply`]; channel counts to
+//!   [`crate::channels`].
+//! * [`Platform::machine`] also fills [`Machine::moderation`] ([`crate::moderation::read`]):
+//!   the knob behind each IRQ, read through ethtool only when the root is this machine's `/`.
 
 use crate::format::interrupts::parse_interrupts_into;
 use crate::format::irq_desc::parse_descs;
@@ -22,6 +25,7 @@ use crate::format::softirqs::parse_softirqs_into;
 use crate::format::stat::parse_stat_into;
 use crate::format::{cpu, procirq};
 use crate::inventory::{self, InterruptFacts};
+use crate::moderation::{self, ModerationIo};
 use crate::root::Root;
 use irqpilot_core::{
     Action, ApplyError, ApplyReport, CpuSet, InterruptTable, IrqNum, Machine, MonoNs, Outcome,
@@ -98,6 +102,7 @@ pub struct LinuxPlatform {
     interrupts: Source,
     stat: Source,
     softirqs: Source,
+    moderation: ModerationIo,
 }
 
 impl LinuxPlatform {
@@ -107,8 +112,16 @@ impl LinuxPlatform {
             interrupts: Source::new(&root, PROC_INTERRUPTS),
             stat: Source::new(&root, PROC_STAT),
             softirqs: Source::new(&root, PROC_SOFTIRQS),
+            moderation: ModerationIo::for_root(&root),
             root,
         }
+    }
+
+    /// This platform with other moderation devices (emulated drivers in tests, or an ethtool
+    /// socket in another network namespace).
+    pub fn with_moderation_io(mut self, io: ModerationIo) -> LinuxPlatform {
+        self.moderation = io;
+        self
     }
 
     /// A platform over the directory `dir` (`/` for this machine).
@@ -337,6 +350,7 @@ impl Platform for LinuxPlatform {
                 }
             }
         }
+        moderation::read::fill_moderation(&self.root, &mut machine, &mut self.moderation);
         Ok(machine)
     }
 
@@ -383,11 +397,14 @@ impl Platform for LinuxPlatform {
                     tx,
                 } => crate::channels::apply_channels(&self.root, device, *combined, *rx, *tx),
                 other => {
-                    tracing::warn!(
-                        action = other.describe(),
-                        "not implemented by the Linux platform yet"
-                    );
-                    (None, Err(ApplyError::Unsupported))
+                    moderation::apply::apply_moderation(&self.root, &mut self.moderation, other)
+                        .unwrap_or_else(|| {
+                            tracing::warn!(
+                                action = other.describe(),
+                                "not implemented by the Linux platform yet"
+                            );
+                            (None, Err(ApplyError::Unsupported))
+                        })
                 }
             };
             match &result {

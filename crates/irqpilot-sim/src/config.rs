@@ -154,7 +154,7 @@ pub struct Costs {
     pub netdev_budget: u32,
     /// Time per softirq round before deferring to ksoftirqd (`netdev_budget_usecs`, 2000 us).
     pub netdev_budget_us: f64,
-    /// MSI-X vector mask + unmask with PCIe read-back (1.8 us, costmodel 1.1 [MASK]).
+    /// MSI-X vector mask + unmask with PCIe read-back (1.8 us, costmodel 1.1 \[MASK\]).
     pub mask_unmask_us: f64,
     /// One-time cost after an IRQ moves to another CPU (cold ring/NAPI state; 10 us, costmodel 1.8).
     pub migration_penalty_us: f64,

@@ -67,11 +67,32 @@ pub enum Command {
     Isolate(IsolateArgs),
     /// Run the placement loop: sample, decide, apply, at the policy's adaptive interval.
     Daemon(DaemonArgs),
+    /// Global interrupt moderation: what would change now and why (--plan), or change it
+    /// (--apply).
+    Moderate(ModerateArgs),
     /// Run the digital twin: a simulated server's interrupt path (scenarios, comparisons,
     /// the README's result tables).
     Sim(SimArgs),
     /// Benchmarks that measure this machine.
     Bench(BenchArgs),
+}
+
+/// `irqpilot moderate`.
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("mode").required(true).args(["plan", "apply"]))]
+pub struct ModerateArgs {
+    /// Show what the moderators would set now, with the measured rates behind each action.
+    #[arg(long)]
+    pub plan: bool,
+    /// Apply that plan (needs root), journaling every old value for `irqpilot revert`.
+    #[arg(long)]
+    pub apply: bool,
+    /// Measure rates over this interval first (0: decide from the inventory alone).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub sample: Duration,
+    /// Journal location (with --apply).
+    #[command(flatten)]
+    pub journal: JournalArg,
 }
 
 /// `irqpilot sim`.

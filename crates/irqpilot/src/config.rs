@@ -6,6 +6,7 @@
 
 use anyhow::{Context, Result};
 use irqpilot_core::FindingsConfig;
+use irqpilot_core::moderation::global::GlobalModerationConfig;
 use irqpilot_core::placement::PlacementConfig;
 use serde::Deserialize;
 use std::path::Path;
@@ -23,6 +24,9 @@ pub struct Config {
     pub placement: PlacementConfig,
     /// The daemon.
     pub daemon: DaemonConfig,
+    /// `[moderation]`: the global moderator's targets (also written into the kernel's own soft
+    /// moderation where the kernel has it).
+    pub moderation: GlobalModerationConfig,
 }
 
 /// `[daemon]`.

@@ -1,7 +1,7 @@
 //! # irqpilot (the binary)
 //!
 //! The command line on top of `irqpilot-core` (the model and policies) and `irqpilot-linux` (the
-//! kernel's files): `status`, `snapshot`, `watch`, `capture` and `fixture generate`, each in
+//! kernel's files): `status`, `snapshot`, `watch`, `capture`, `fixture generate` and `moderate`, each in
 //! its own module under [`cmd`]. Text output is built by [`render`]; `--format json` prints
 //! stable JSON documented on each command. Kept as a library so integration tests can drive a
 //! command's loop in-process (e.g. counting the allocations of `watch`).
@@ -48,6 +48,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Revert(a) => cmd::revert::run(a, &settings),
         Command::Isolate(a) => cmd::isolate::run(a, &settings),
         Command::Daemon(a) => cmd::daemon::run(a, &settings, cli.global.config.as_deref()),
+        Command::Moderate(a) => cmd::moderate::run(a, &settings),
         Command::Sim(a) => cmd::sim::run(a, &settings),
         Command::Bench(a) => cmd::bench::run(a, &settings),
     }

@@ -1,8 +1,13 @@
-//! `irqpilot daemon`: the placement loop. Each period: snapshot, rates, the placement policy's
-//! decision, one journaled apply ([`irqpilot_core::Controller`], the loop the twin runs too);
-//! then it sleeps the period the policy asks for (short after changes, long when steady).
+//! `irqpilot daemon`: the placement and moderation loop. Each period: snapshot, rates, the
+//! decisions of the placement policy and of the moderators (`global-moderation`,
+//! `kernel-soft-moderation`, configured by `[moderation]`; see `irqpilot moderate`), one
+//! journaled apply of the merged plan ([`irqpilot_core::Controller`], the loop the twin runs
+//! too); then it sleeps the period placement asks for (short after changes, long when steady),
+//! or `[moderation] period_ms` when any IRQ has a NIC or NVMe moderation knob.
 //!
-//! * SIGHUP re-reads the configuration (a bad file is logged and the old one kept).
+//! * SIGHUP re-reads the configuration (a bad file is logged and the old one kept); new
+//!   `[moderation]` values restart the moderators (the journal still holds every value from
+//!   before irqpilot's first change).
 //! * SIGTERM / SIGINT end the loop cleanly; with `--restore-on-exit` (or
 //!   `[daemon] restore_on_exit`) the journal is reverted first.
 //! * New IRQs are placed within about a second: the sleep checks `/proc/irq` once a second and
@@ -20,6 +25,10 @@ use crate::Settings;
 use crate::cli::{DaemonArgs, Format};
 use crate::config::Config;
 use anyhow::{Context, Result, bail};
+use irqpilot_core::Machine;
+use irqpilot_core::moderation::global::{GlobalModerationConfig, GlobalModerator};
+use irqpilot_core::moderation::kernel_soft::KernelSoftModeration;
+use irqpilot_core::moderation::knobs::Knob;
 use irqpilot_core::placement::PlacementPolicy;
 use irqpilot_core::{Controller, Policy};
 use irqpilot_linux::journal::revert;
@@ -120,6 +129,27 @@ struct PeriodLine {
     next_interval_ms: u64,
 }
 
+/// How long to sleep before the next period: what placement asks for (1 s when it says
+/// nothing), shortened to `[moderation] period_ms` while some IRQ has a NIC or NVMe moderation
+/// knob for the global moderator to drive.
+pub fn interval_ns(
+    placement: &PlacementPolicy,
+    machine: &Machine,
+    moderation: &GlobalModerationConfig,
+) -> u64 {
+    let wanted = placement.next_interval_ns().unwrap_or(1_000_000_000);
+    let moderated = machine
+        .moderation
+        .knobs
+        .values()
+        .any(|k| matches!(k, Knob::NicQueue { .. } | Knob::NvmeController { .. }));
+    if moderated {
+        wanted.min(moderation.period_ms.max(1).saturating_mul(1_000_000))
+    } else {
+        wanted
+    }
+}
+
 /// Runs `irqpilot daemon`.
 pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -> Result<ExitCode> {
     let allow = args.force || settings.config.daemon.allow_irqbalance;
@@ -134,6 +164,8 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
     }
     install_signals()?;
     let mut policy = PlacementPolicy::new(settings.config.placement.clone())?;
+    let mut moderation = settings.config.moderation.clone();
+    let (mut global, mut kernel) = super::moderate::policies(settings);
     let journal = args
         .journal
         .journal
@@ -148,17 +180,19 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
     let mut period = 0u64;
     let mut irqs = irq_count(&settings.root);
     while limit.is_none_or(|n| period < n) {
-        nap(
-            policy.next_interval_ns().unwrap_or(1_000_000_000),
-            &settings.root,
-            &mut irqs,
-        );
+        let wait = interval_ns(&policy, controller.machine(), &moderation);
+        nap(wait, &settings.root, &mut irqs);
         if TERM.load(Ordering::SeqCst) {
             break;
         }
         if HUP.swap(false, Ordering::SeqCst) {
             match Config::load(config_path).and_then(|c| {
                 policy.set_config(c.placement)?;
+                if c.moderation != moderation {
+                    moderation = c.moderation;
+                    global = GlobalModerator::new(moderation.clone());
+                    kernel = KernelSoftModeration::new(moderation.clone());
+                }
                 Ok(())
             }) {
                 Ok(()) => tracing::info!("configuration reloaded"),
@@ -169,11 +203,11 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
             continue;
         }
         period += 1;
-        let step = controller.step(&mut platform, &mut [&mut policy])?;
+        let step = controller.step(&mut platform, &mut [&mut policy, &mut global, &mut kernel])?;
         let moves = step.plans.iter().map(|(_, p)| p.actions.len()).sum();
-        for (_, plan) in &step.plans {
+        for (name, plan) in &step.plans {
             for n in &plan.notes {
-                tracing::info!(note = n.as_str(), "placement");
+                tracing::info!(policy = *name, note = n.as_str(), "decided");
             }
         }
         for o in &step.applied.outcomes {
@@ -188,7 +222,7 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
             moves,
             written: step.applied.written(),
             refused: step.applied.failures(),
-            next_interval_ms: policy.next_interval_ns().unwrap_or(0) / 1_000_000,
+            next_interval_ms: interval_ns(&policy, controller.machine(), &moderation) / 1_000_000,
         };
         match settings.format {
             Format::Json => {

@@ -6,6 +6,7 @@ pub mod capture;
 pub mod daemon;
 pub mod fixture;
 pub mod isolate;
+pub mod moderate;
 pub mod placement_common;
 pub mod plan;
 pub mod revert;

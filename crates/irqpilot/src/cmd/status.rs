@@ -9,7 +9,8 @@ mod report;
 mod summarize;
 
 pub use report::*;
-use summarize::{cache_summary, device_name, gap_entry, queue_groups, topology_summary};
+pub(crate) use summarize::gap_entry;
+use summarize::{cache_summary, device_name, queue_groups, topology_summary};
 pub use summarize::{device_kind, ranges};
 
 use crate::Settings;
@@ -108,7 +109,7 @@ impl StatusReport {
                 })
                 .count();
             devices.push(DeviceSummary {
-                addr: dev.addr.to_string(),
+                addr: Some(dev.addr.to_string()),
                 name: device_name(dev, &irqs),
                 kind: device_kind(dev.class),
                 class: dev.class.map(|c| format!("0x{c:06x}")),
@@ -132,7 +133,7 @@ impl StatusReport {
         for (owner, irqs) in by_owner {
             owned.extend(irqs.iter().map(|i| i.irq));
             devices.push(DeviceSummary {
-                addr: String::new(),
+                addr: None,
                 name: owner,
                 kind: "unknown",
                 class: None,

@@ -71,11 +71,7 @@ pub fn render(r: &StatusReport) -> String {
         for d in &r.devices {
             t.row(vec![
                 d.name.clone(),
-                if d.addr.is_empty() {
-                    "-".into()
-                } else {
-                    d.addr.clone()
-                },
+                d.addr.clone().unwrap_or_else(|| "-".into()),
                 d.kind.to_string(),
                 d.driver.clone().unwrap_or_else(|| "-".into()),
                 d.numa_node.map_or("-".into(), |n| n.to_string()),

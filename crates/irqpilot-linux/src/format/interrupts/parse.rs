@@ -205,7 +205,9 @@ impl Parser<'_> {
             if irq.is_some() && k == ncpu {
                 break;
             }
-            if k > 0 {
+            // The fast paths below apply to fields that start with eight spaces (counts of at
+            // most three digits); wider counts skip them with one comparison.
+            if k > 0 && word_at(b, i) == Some(SPACES8) {
                 // Runs of idle CPUs (` %10u` of 0), the bulk of a big machine's file, are
                 // compared against a prepared run and appended in one go.
                 let max = if irq.is_some() { ncpu - k } else { usize::MAX };
@@ -349,7 +351,7 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 /// How many zero counts printed as ` %10u` start at `i` (at most `max`). The last one must end
 /// its field (a space, a newline or the end of the text follows), or it is left to the general
 /// scan, which reports `0x` and reads `05` as it always did.
-#[inline]
+#[inline(never)]
 fn zero_fields(b: &[u8], i: usize, max: usize) -> usize {
     const W: usize = 1 + FIELD;
     let mut n = 0;

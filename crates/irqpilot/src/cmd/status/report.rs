@@ -112,8 +112,9 @@ pub struct IsolationSummary {
 /// A PCI function with interrupts.
 #[derive(Debug, Serialize)]
 pub struct DeviceSummary {
-    /// PCI address.
-    pub addr: String,
+    /// PCI address; `null` for IRQs grouped by the device their names carry when no PCI
+    /// function is known (a root without sysfs).
+    pub addr: Option<String>,
     /// Interface, controller, queue owner, driver or address.
     pub name: String,
     /// What kind of device the class code says (`network`, `nvme`, ...).

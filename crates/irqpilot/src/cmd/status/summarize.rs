@@ -194,7 +194,7 @@ pub fn ranges(v: &[u32]) -> String {
     out
 }
 
-pub(super) fn gap_entry(g: &Gap) -> GapEntry {
+pub(crate) fn gap_entry(g: &Gap) -> GapEntry {
     let p = g.path.as_str();
     let (reason, why) = match &g.reason {
         GapReason::Missing if p.starts_with("sys/kernel/debug") => (
@@ -213,6 +213,18 @@ pub(super) fn gap_entry(g: &Gap) -> GapEntry {
             "missing",
             "IRQ allocated but never requested (the kernel adds /proc/irq/N on request): no affinity"
                 .to_string(),
+        ),
+        GapReason::Missing if p.starts_with("ethtool:") => (
+            "missing",
+            "no live interface under this root: its coalescing is unknown".to_string(),
+        ),
+        GapReason::Missing if p.starts_with("dev/nvme") => (
+            "missing",
+            "no NVMe device node under this root: its interrupt coalescing is unknown".to_string(),
+        ),
+        GapReason::PermissionDenied if p.starts_with("dev/nvme") || p.starts_with("ethtool:") => (
+            "permission-denied",
+            "reading the device's moderation needs root".to_string(),
         ),
         GapReason::Missing if p == "sys" || p == "proc" => {
             ("missing", format!("no /{p} under this root: facts from it are unknown"))
