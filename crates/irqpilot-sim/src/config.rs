@@ -89,6 +89,10 @@ pub struct Scenario {
     /// present (`--set moderation=irqpilot`).
     #[serde(default)]
     pub moderator: Option<irqpilot_core::moderation::global::GlobalModerationConfig>,
+    /// Who places IRQs during the run (`--set placement=rotate|static|irqpilot`); by default
+    /// nobody: the layout the devices start with stays.
+    #[serde(default)]
+    pub placement: crate::placement::PlacementCfg,
 }
 
 /// The simulated CPUs (`irqpilot_core::Topology::synthetic` numbering: first threads of all
@@ -107,6 +111,19 @@ pub struct MachineCfg {
     /// SMT threads per core.
     #[serde(default = "d_one_u32")]
     pub threads_per_core: u32,
+    /// Kernel command line (`/proc/cmdline`): `isolcpus=`, `nohz_full=` and `irqaffinity=` set
+    /// the machine's isolation as on Linux (`Machine.isolation`, `/sys/devices/system/cpu/isolated`).
+    #[serde(default)]
+    pub cmdline: String,
+    /// Device vectors each CPU can take: x86's vector matrix has about 200 per CPU
+    /// (balancing.md 5.6, "at max. 204"). An affinity write that finds no CPU of its mask with a
+    /// free vector fails with ENOSPC and changes nothing.
+    #[serde(default = "d_vectors")]
+    pub vectors_per_cpu: u32,
+}
+
+fn d_vectors() -> u32 {
+    200
 }
 
 /// CPU costs. Defaults: costmodel.md section 3.
@@ -143,6 +160,19 @@ pub struct Costs {
     pub migration_penalty_us: f64,
     /// Extra delivery cost when the IRQ is served on another NUMA node than its device.
     pub remote_node_penalty_us: f64,
+    /// After a move, this many of the IRQ's next interrupts run cache-cold (costmodel 2.7: "a
+    /// per-interrupt indirect cost multiplier for the next ~N (U, 100) interrupts").
+    pub migration_cold_interrupts: u32,
+    /// During those interrupts the indirect (cache) cost `indirect_us` is multiplied by this
+    /// factor; the extra `(factor - 1) x indirect_us` is hardirq time (U, costmodel 2.7).
+    pub migration_cold_factor: f64,
+    /// Per-packet softirq work (`rx_packet_ns`, `tx_completion_ns`) is multiplied by this when
+    /// the queue is polled on another NUMA node than its device (its rings and buffers are in
+    /// the device node's memory). 1 = no effect.
+    pub remote_node_packet_factor: f64,
+    /// Work started on a CPU while an SMT sibling of it is busy takes this much longer (the two
+    /// threads share one core's execution units). 1 = no effect. See docs/placement-twin.md.
+    pub smt_slowdown: f64,
 }
 
 impl Default for Costs {
@@ -163,6 +193,10 @@ impl Default for Costs {
             mask_unmask_us: 1.8,
             migration_penalty_us: 10.0,
             remote_node_penalty_us: 0.5,
+            migration_cold_interrupts: 100,
+            migration_cold_factor: 2.0,
+            remote_node_packet_factor: 1.0,
+            smt_slowdown: 1.0,
         }
     }
 }
@@ -475,6 +509,14 @@ pub enum WorkloadCfg {
         /// Network and client-side time per round trip, outside the simulated server.
         #[serde(default = "d_wire")]
         wire_rtt_us: f64,
+        /// Simulated time at which the clients stop (after their transaction in flight); 0 =
+        /// never. With `start_ms`, a load that comes and goes.
+        #[serde(default)]
+        stop_ms: u64,
+        /// Steer every client to this queue of the NIC (an n-tuple flow-steering rule,
+        /// `ethtool -N ... action Q`) instead of spreading them by RSS.
+        #[serde(default)]
+        queue: Option<u32>,
     },
     /// fio-like random reads on every drive of an NVMe group.
     Fio {
@@ -605,6 +647,7 @@ impl Scenario {
         if let Some(m) = &self.moderator {
             m.validate().map_err(|e| e.to_string())?;
         }
+        crate::placement::validate(self)?;
         for n in &self.nic {
             if n.queues == 0 || !positive(n.link_gbps) || n.mtu_bytes < 64 || n.ring_size == 0 {
                 return Err(format!(
@@ -655,6 +698,15 @@ impl Scenario {
                         return Err(format!("workload on {nic}: load must be > 0"));
                     }
                     Some(nic)
+                }
+                WorkloadCfg::Rpc {
+                    nic,
+                    queue: Some(q),
+                    ..
+                } if self.nic.iter().any(|n| &n.name == nic && *q >= n.queues) => {
+                    return Err(format!(
+                        "rpc workload on {nic}: queue {q} is not a queue of it"
+                    ));
                 }
                 WorkloadCfg::Poisson { nic, .. } | WorkloadCfg::Rpc { nic, .. } => Some(nic),
                 WorkloadCfg::Fio { nvme, iodepth, .. } => {
@@ -727,6 +779,7 @@ fn apply_set(value: &mut toml::Value, key: &str, raw: &str) -> Result<(), Config
             }
             _ => Err(bad(key, format!("expects limited or healthy, not {raw:?}"))),
         },
+        "placement" => crate::placement::apply_set(value, raw).map_err(|m| bad(key, m)),
         "moderation" if raw == "irqpilot" => {
             if value.get("moderator").is_none() {
                 insert_path(
@@ -806,7 +859,11 @@ fn apply_set(value: &mut toml::Value, key: &str, raw: &str) -> Result<(), Config
 }
 
 /// Sets `path` (table keys, or array indices for arrays of tables) to `v`.
-fn insert_path(value: &mut toml::Value, path: &[&str], v: toml::Value) -> Result<(), String> {
+pub(crate) fn insert_path(
+    value: &mut toml::Value,
+    path: &[&str],
+    v: toml::Value,
+) -> Result<(), String> {
     let Some((last, parents)) = path.split_last() else {
         return Err("empty key".into());
     };

@@ -18,12 +18,16 @@
 
 #![warn(missing_docs)]
 
+mod channels;
 pub mod config;
+mod contention;
 mod cq;
 pub mod engine;
+pub mod export;
 mod gsim;
 mod metrics;
 mod model;
+pub mod placement;
 mod platform;
 pub mod report;
 pub mod rng;
@@ -33,11 +37,12 @@ mod sim;
 mod sim_platform;
 pub mod tables;
 pub mod time;
+mod vectors;
 mod workload;
 
 pub use config::{ConfigError, Scenario};
 pub use metrics::{MAX_SERIES_POINTS, SeriesPoint};
 pub use report::Report;
-pub use runner::run_scenario;
+pub use runner::{run_scenario, run_scenario_exported, run_scenario_observed};
 pub use sim::Sim;
 pub use sim_platform::SimPlatform;

@@ -23,6 +23,11 @@ pub(crate) struct Ns {
     pub mask_unmask: u64,
     pub migration: u64,
     pub remote: u64,
+    /// Interrupts run cache-cold after a move, and the extra hardirq cost of each.
+    pub cold_n: u32,
+    pub cold_extra: u64,
+    pub remote_packet_factor: f64,
+    pub smt_slowdown: f64,
 }
 
 impl Ns {
@@ -41,6 +46,19 @@ impl Ns {
             mask_unmask: us_to_ns(c.mask_unmask_us),
             migration: us_to_ns(c.migration_penalty_us),
             remote: us_to_ns(c.remote_node_penalty_us),
+            cold_n: c.migration_cold_interrupts,
+            cold_extra: (c.indirect_us.max(0.0) * (c.migration_cold_factor - 1.0).max(0.0) * 1000.0)
+                as u64,
+            remote_packet_factor: if c.remote_node_packet_factor.is_finite() {
+                c.remote_node_packet_factor.max(0.0)
+            } else {
+                1.0
+            },
+            smt_slowdown: if c.smt_slowdown.is_finite() {
+                c.smt_slowdown.max(0.0)
+            } else {
+                1.0
+            },
         }
     }
 }
@@ -180,6 +198,8 @@ pub(crate) struct Source {
     pub irqs: u64,
     /// The next interrupt pays the migration penalty (affinity just changed).
     pub migrated: bool,
+    /// Interrupts still to run cache-cold after the last move.
+    pub cold_left: u32,
     /// Requested affinity (`smp_affinity_list`); the effective CPU is `cpu`.
     pub requested: irqpilot_core::CpuSet,
     /// Kernel software moderation applies to this vector (`/proc/irq/N/soft_moderation`).
@@ -197,6 +217,8 @@ pub(crate) struct Nic {
     pub node: u32,
     pub first_q: u32,
     pub queues: u32,
+    /// Queues in use (`ethtool -L combined`); RSS spreads over the first `channels`.
+    pub channels: u32,
     pub vm_exit_ns: u64,
     pub wire_tx_free: SimTime,
     pub dropped: u64,

@@ -123,6 +123,28 @@ pub struct SimStats {
     pub packets: u64,
 }
 
+/// What the placement policy did during the whole run (warm-up included).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PlacementReport {
+    /// `none`, `rotate`, `static`, `irqpilot` or `irqbalance`.
+    pub policy: String,
+    /// Rounds that asked for at least one affinity change (rotations, control periods).
+    pub rounds: u64,
+    /// Affinity writes that changed an IRQ's requested CPUs.
+    pub writes: u64,
+    /// Moves of an effective CPU over the whole run (`migrations` counts the measured part).
+    pub migrations_total: u64,
+    /// Affinity writes the kernel refused, by refusal (`no-vector-space` is ENOSPC,
+    /// `managed` EIO/EPERM, `invalid` EINVAL).
+    pub refused: std::collections::BTreeMap<String, u64>,
+    /// NIC channel counts the policy set (`ethtool -L`), by interface.
+    pub channels: std::collections::BTreeMap<String, u32>,
+    /// CPUs the machine isolates (`isolcpus=`, `nohz_full=`).
+    pub isolated_cpus: Vec<u32>,
+    /// Device interrupts per second on those CPUs during the measured interval.
+    pub isolated_interrupts_per_sec: f64,
+}
+
 /// A run's results.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
@@ -168,6 +190,11 @@ pub struct Report {
     /// Kernel software moderation (GSIM) state at the end, when enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gsim: Option<GsimReport>,
+    /// IRQ moves that changed an effective CPU during the measured interval.
+    pub migrations: u64,
+    /// What the placement policy did, when the scenario has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<PlacementReport>,
     /// Time series.
     pub series: Vec<SeriesPoint>,
     /// Bookkeeping.
@@ -306,6 +333,8 @@ impl Sim {
                     epochs_above: self.gsim.cpus.iter().map(|c| c.epochs_above).sum(),
                 }
             }),
+            migrations: self.migrations - self.migrations_at_warmup.min(self.migrations),
+            placement: None,
             series: m.series.clone(),
             sim: SimStats {
                 events: self.events.handled(),

@@ -18,14 +18,22 @@ builtin!(
     "aim-e1000-idle-lowload",
     "aim-e1000-pingpong",
     "aim-e1000-pingpong-lowload",
+    "balance-p4-4nic-netperf",
+    "balance-p4-4nic-netperf-lowload",
+    "isolation-rt-24cpu",
+    "isolation-rt-24cpu-lowload",
     "nic-100g-32q",
     "nic-100g-32q-lowload",
     "nic-200g-160q-10vm",
     "nic-200g-160q-10vm-lowload",
+    "numa-remote-2node",
+    "numa-remote-2node-lowload",
     "nvme-12ssd-96q",
     "nvme-12ssd-96q-lowload",
     "nvme-8ssd-64q",
     "nvme-8ssd-64q-lowload",
+    "placement-churn-8q",
+    "placement-churn-8q-lowload",
 );
 
 /// The built-in scenario called `name`.

@@ -51,6 +51,10 @@ pub struct Sim {
     pub(crate) default_affinity: CpuSet,
     /// IRQ moves applied (affinity changes that changed the effective CPU).
     pub(crate) migrations: u64,
+    /// `migrations` at the end of warm-up.
+    pub(crate) migrations_at_warmup: u64,
+    /// SMT siblings of each CPU (itself excluded); empty unless `costs.smt_slowdown` applies.
+    pub(crate) smt_siblings: Vec<Vec<u32>>,
     /// The kernel's software moderation (GSIM).
     pub(crate) gsim: crate::gsim::Gsim,
     /// Scratch buffers reused on hot paths.
@@ -115,6 +119,7 @@ impl Sim {
                     hard_cpu: 0,
                     irqs: 0,
                     migrated: false,
+                    cold_left: 0,
                     requested: topo.online.clone(),
                     gsim_on: sc.gsim.enabled,
                     gsim_masked: false,
@@ -141,6 +146,7 @@ impl Sim {
                 node: n.node,
                 first_q,
                 queues: n.queues,
+                channels: n.queues,
                 vm_exit_ns: if n.vms > 1 || n.vm_exit_us > 0.0 {
                     us_to_ns(n.vm_exit_us)
                 } else {
@@ -208,6 +214,7 @@ impl Sim {
                         hard_cpu: 0,
                         irqs: 0,
                         migrated: false,
+                        cold_left: 0,
                         requested: topo.online.clone(),
                         gsim_on: sc.gsim.enabled,
                         gsim_masked: false,
@@ -254,12 +261,15 @@ impl Sim {
             end,
             default_affinity: topo_online_placeholder(),
             migrations: 0,
+            migrations_at_warmup: 0,
+            smt_siblings: Vec::new(),
             gsim: crate::gsim::Gsim::new(sc.gsim.clone(), ncpu),
             scratch_served: Vec::new(),
             scratch_lat: Vec::new(),
             sc,
         };
         sim.default_affinity = sim.topo.online.clone();
+        crate::placement::prepare(&mut sim)?;
         sim.start_workloads();
         if sim.sc.warmup_ms > 0 {
             sim.events
@@ -430,21 +440,26 @@ impl Sim {
         if src.migrated {
             cost += k.migration;
         }
+        if src.cold_left > 0 {
+            cost += k.cold_extra;
+        }
         if self.cpu_node[cpu] != src.node {
             cost += k.remote;
         }
+        let start = now.max(self.cpus[cpu].hard_until);
+        let cost = self.smt_scaled(cpu, start, cost);
         let c = &mut self.cpus[cpu];
         let gap = now.since(c.last_irq) as f64;
-        let pollution = (k.indirect * (gap / k.indirect_gap).min(1.0)) as u64;
+        let pollution = (self.k.indirect * (gap / self.k.indirect_gap).min(1.0)) as u64;
         c.last_irq = now;
         c.interrupts += 1;
-        let start = now.max(c.hard_until);
         c.hard_until = start.after(cost);
         let end = c.hard_until;
         let src = &mut self.srcs[s as usize];
         src.hard_cost = cost;
         src.reap = reap;
         src.migrated = false;
+        src.cold_left = src.cold_left.saturating_sub(1);
         src.hard_cpu = cpu as u32;
         self.steal(cpu, start, cost, pollution);
         self.events.push(end, Ev::HardDone { src: s });
@@ -578,10 +593,13 @@ impl Sim {
         let nq = &self.nq[q as usize];
         let rx = nq.rx.landed(now).min(self.k.napi_weight);
         let tx = nq.tx.landed(now);
-        let cost =
-            self.k.napi_poll + (rx as f64 * self.k.rx_pkt + tx as f64 * self.k.tx_done) as u64;
+        let mut per_pkt = rx as f64 * self.k.rx_pkt + tx as f64 * self.k.tx_done;
+        if self.cpu_node[cpu] != self.nics[nq.nic as usize].node {
+            per_pkt *= self.k.remote_packet_factor;
+        }
+        let start = now.max(self.cpus[cpu].hard_until);
+        let cost = self.smt_scaled(cpu, start, self.k.napi_poll + per_pkt as u64);
         let c = &mut self.cpus[cpu];
-        let start = now.max(c.hard_until);
         let job = Job {
             end: start.after(cost),
             cost,
@@ -772,9 +790,11 @@ impl Sim {
             return;
         };
         let cost = self.app_cost(&w);
-        let c = &mut self.cpus[cpu];
+        let c = &self.cpus[cpu];
         let busy_until = c.soft.map_or(c.hard_until, |s| s.end.max(c.hard_until));
         let start = now.max(busy_until);
+        let cost = self.smt_scaled(cpu, start, cost);
+        let c = &mut self.cpus[cpu];
         let job = Job {
             end: start.after(cost),
             cost,
@@ -816,6 +836,7 @@ impl Sim {
 
     fn warmup_end(&mut self) {
         self.m.warm_at = Some(self.now);
+        self.migrations_at_warmup = self.migrations;
         self.m.base = self.m.c.clone();
         self.m.base_src_irqs = self.srcs.iter().map(|s| s.irqs).collect();
         self.m.base_cpu = self

@@ -76,7 +76,9 @@ impl Sim {
             topology: self.topo.clone(),
             default_affinity: Some(self.default_affinity.clone()),
             kernel_release: Some(format!("irqpilot-sim ({})", self.sc.name)),
-            cmdline: Some(String::new()),
+            cmdline: Some(self.sc.machine.cmdline.trim().to_string()),
+            // Checked when the scenario was loaded.
+            isolation: crate::placement::isolation_of(&self.sc.machine).unwrap_or_default(),
             ..Machine::default()
         };
         for (i, n) in self.nics.iter().enumerate() {
@@ -102,6 +104,9 @@ impl Sim {
             m.devices.insert(d.addr.clone(), d);
         }
         for (i, s) in self.srcs.iter().enumerate() {
+            if !self.src_enabled(i) {
+                continue;
+            }
             let addr = self.src_addr(i);
             let mut irq = Irq::new(IrqNum(s.irq));
             irq.chip = Some(format!("IR-PCI-MSIX-{addr}"));
@@ -192,6 +197,9 @@ impl Sim {
         let mut t = InterruptTable::with_kernel_header(cpus.clone(), prec);
         let mut counts = vec![0u64; ncpu];
         for (i, s) in self.srcs.iter().enumerate() {
+            if !self.src_enabled(i) {
+                continue;
+            }
             counts.copy_from_slice(&self.irq_counts[i * ncpu..(i + 1) * ncpu]);
             let chip = format!("IR-PCI-MSIX-{}", self.src_addr(i));
             let tail = kernel_tail(
@@ -282,21 +290,6 @@ impl Sim {
         snap.softirqs = Some(SoftirqTable { cpus, rows });
     }
 
-    /// The CPU the kernel would pick in `mask`: x86's vector matrix takes the online CPU with
-    /// the fewest vectors allocated (balancing.md 5.6-5.7); ties go to the lowest number.
-    fn effective_cpu(&self, mask: &CpuSet, except: usize) -> Option<u32> {
-        let mut load = vec![0u32; self.cpus.len()];
-        for (i, s) in self.srcs.iter().enumerate() {
-            if i != except {
-                load[s.cpu as usize] += 1;
-            }
-        }
-        mask.iter()
-            .filter(|c| self.topo.online.contains(*c) && (c.0 as usize) < load.len())
-            .min_by_key(|c| (load[c.0 as usize], c.0))
-            .map(|c| c.0)
-    }
-
     /// Applies one action; `Ok(true)` if something changed.
     fn apply_action(&mut self, a: &Action) -> (Option<String>, Result<bool, ApplyError>) {
         match a {
@@ -304,26 +297,17 @@ impl Sim {
                 let Some(i) = self.srcs.iter().position(|s| s.irq == irq.0) else {
                     return (None, Err(ApplyError::Vanished));
                 };
+                if !self.src_enabled(i) {
+                    return (None, Err(ApplyError::Vanished));
+                }
                 let old = self.srcs[i].requested.to_list_string();
-                let Some(cpu) = self.effective_cpu(cpus, i) else {
-                    return (Some(old), Err(ApplyError::Invalid));
-                };
-                if matches!(self.srcs[i].dev, Dev::Nvme(_)) {
-                    // NVMe I/O queue vectors are kernel-managed: user writes fail.
-                    return (Some(old), Err(ApplyError::Managed));
-                }
-                let s = &mut self.srcs[i];
-                let changed = s.requested != *cpus;
-                s.requested = cpus.clone();
-                if s.cpu != cpu {
-                    s.cpu = cpu;
-                    s.migrated = true;
-                    self.migrations += 1;
-                }
-                (Some(old), Ok(changed))
+                (Some(old), self.set_affinity(i, cpus))
             }
             Action::SetDefaultAffinity { cpus } => {
                 let old = self.default_affinity.to_list_string();
+                if !cpus.intersects(&self.topo.online) {
+                    return (Some(old), Err(ApplyError::Invalid));
+                }
                 let changed = self.default_affinity != *cpus;
                 self.default_affinity = cpus.clone();
                 (Some(old), Ok(changed))
@@ -448,9 +432,13 @@ impl Sim {
                 s.gsim_on = *enabled;
                 (Some(old), Ok(changed))
             }
-            Action::SetNvmeVectorCoalescing { .. } | Action::SetChannels { .. } => {
-                (None, Err(ApplyError::Unsupported))
-            }
+            Action::SetChannels {
+                device,
+                combined,
+                rx,
+                tx,
+            } => self.set_channels(device, *combined, rx.is_some() || tx.is_some()),
+            Action::SetNvmeVectorCoalescing { .. } => (None, Err(ApplyError::Unsupported)),
         }
     }
 }

@@ -311,7 +311,24 @@ impl Sim {
         let n = &self.nics[ni];
         // A fixed multiplicative hash: deterministic and spreads consecutive flows.
         let h = (flow as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-        n.first_q + (h % n.queues as u64) as u32
+        n.first_q + (h % n.channels.max(1) as u64) as u32
+    }
+
+    /// Re-hashes the bulk flows of NIC `ni` after its channel count changed (hot flows stay on
+    /// the first queue).
+    pub(crate) fn rehash_flows(&mut self, ni: usize) {
+        let first = self.nics[ni].first_q;
+        for wi in 0..self.wls.len() {
+            if self.wls[wi].bulk.map(|b| b.nic) != Some(ni) {
+                continue;
+            }
+            for f in 0..self.wls[wi].flows.len() {
+                if self.wls[wi].flows[f].q != first {
+                    let q = self.rss_queue(ni, f as u32);
+                    self.wls[wi].flows[f].q = q;
+                }
+            }
+        }
     }
 
     fn rpc_params(&self, wi: usize) -> Option<(usize, f64, u32, u32, f64)> {
@@ -371,7 +388,10 @@ impl Sim {
             .get(client as usize)
             .copied()
             .unwrap_or(0);
-        let q = self.rss_queue(ni, client);
+        let q = match self.sc.workload[wl as usize] {
+            WorkloadCfg::Rpc { queue: Some(q), .. } => self.nics[ni].first_q + q,
+            _ => self.rss_queue(ni, client),
+        };
         let tag = ((wl as u32) << 24) | (client & 0x00ff_ffff);
         self.nic_rx(q, 1, req_bytes, tag, sent);
     }
@@ -425,7 +445,10 @@ impl Sim {
             done.resize(client as usize + 1, 0);
         }
         done[client as usize] += 1;
-        if matches!(self.sc.workload[wi], WorkloadCfg::Rpc { .. }) {
+        if let WorkloadCfg::Rpc { stop_ms, .. } = self.sc.workload[wi] {
+            if stop_ms > 0 && received.ns() >= stop_ms.saturating_mul(1_000_000) {
+                return;
+            }
             let think_ns = self.wls[wi].rng.exp_ns(us_to_ns(think) as f64);
             self.events
                 .push(received.after(think_ns), Ev::ClientSend { wl, client });

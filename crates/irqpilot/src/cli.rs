@@ -123,6 +123,20 @@ pub struct SimArgs {
     /// Measure the simulator: simulated seconds per wall second, events/s, packets/s.
     #[arg(long)]
     pub bench: bool,
+    /// Keep a live /proc + /sys tree of the simulated machine under DIR while it runs, for
+    /// tools that read a real machine (irqbalance, irqpilot --root DIR); affinities written to
+    /// it are taken as the kernel would take them (docs/placement-twin.md).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["compare", "table", "bench"])]
+    pub export_root: Option<PathBuf>,
+    /// With --export-root: pace simulated time to wall time, SCALE simulated seconds per wall
+    /// second (1 when given alone; the built-in placement scenarios compress time 5x: 0.2).
+    #[arg(long, value_name = "SCALE", num_args = 0..=1, default_missing_value = "1",
+          requires = "export_root")]
+    pub realtime: Option<f64>,
+    /// With --export-root: write the tree, then wait for FILE to exist before the simulated
+    /// clock starts (a peer reads the machine first).
+    #[arg(long, value_name = "FILE", requires = "export_root")]
+    pub hold_until: Option<PathBuf>,
 }
 
 /// `irqpilot bench`.

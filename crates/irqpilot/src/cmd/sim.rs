@@ -58,7 +58,10 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
     }
     let sc = base.with_sets(&sets)?;
     let started = Instant::now();
-    let report = run_with_progress(sc, settings.format)?;
+    let report = match &args.export_root {
+        Some(root) => run_exported(sc, root, args)?,
+        None => run_with_progress(sc, settings.format)?,
+    };
     let wall = started.elapsed();
     if args.bench {
         return bench(&report, wall, settings, &mut out);
@@ -119,6 +122,31 @@ fn run_with_progress(sc: Scenario, format: Format) -> Result<Report> {
     })
     .map_err(anyhow::Error::msg)?;
     bar.finish_and_clear();
+    Ok(report)
+}
+
+/// Runs a scenario with its machine exported as a live tree under `root`; every write an outside
+/// tool made to it is logged with what the simulated kernel did with it.
+fn run_exported(sc: Scenario, root: &std::path::Path, args: &SimArgs) -> Result<Report> {
+    if args.realtime.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
+        bail!("--realtime: the scale must be a positive number");
+    }
+    let opts = irqpilot_sim::export::ExportOptions {
+        scale: args.realtime,
+        hold_until: args.hold_until.clone(),
+        ..Default::default()
+    };
+    let (report, writes) =
+        irqpilot_sim::run_scenario_exported(sc, root, opts, |_| {}).map_err(anyhow::Error::msg)?;
+    for w in &writes {
+        tracing::info!(
+            at_ms = w.at_ns as f64 / 1e6,
+            file = %w.file,
+            text = %w.text,
+            result = ?w.result,
+            "outside write"
+        );
+    }
     Ok(report)
 }
 

@@ -1,0 +1,444 @@
+//! The simulated machine as a live `/proc` + `/sys` tree, for tools that read a real machine:
+//! Debian's irqbalance in a private mount namespace (`scripts/vs-irqbalance.sh`), or irqpilot's
+//! own `LinuxPlatform` with `--root`.
+//!
+//! [`TreeExport::create`] writes the whole tree once (`irqpilot_linux::tree::write_tree_with`,
+//! plus the files irqbalance reads and irqpilot does not, see `export/extras.rs`). Then, at
+//! every step of simulated time:
+//!
+//! 1. [`TreeExport::pick_up`] reads `proc/irq/N/smp_affinity_list`, `proc/irq/N/smp_affinity`
+//!    and `proc/irq/default_smp_affinity`. A file whose text differs from what the twin wrote
+//!    last was written by an outside tool: it is parsed with `irqpilot_linux::format::procirq`
+//!    and applied to the simulated machine as the kernel would take the write (the vector
+//!    matrix, ENOSPC, kernel-managed IRQs: `vectors.rs`). Text that does not parse is given one
+//!    more step (a writer may be between its truncate and its write) and then refused like the
+//!    kernel's EINVAL. Every outside write is logged with its outcome.
+//! 2. The simulation runs to the next step.
+//! 3. [`TreeExport::refresh`] rewrites what changed: `proc/interrupts`, `proc/stat`,
+//!    `proc/softirqs`, `sys/kernel/irq/N/per_cpu_count`, and the affinity files of IRQs whose
+//!    requested or effective CPUs changed (a refused write gets the old text back). Each file is
+//!    written under a temporary name and renamed over the old one, so a reader sees the whole
+//!    old file or the whole new one, never half of either.
+//!
+//! With a time scale ([`ExportOptions::scale`]) the export sleeps so that simulated time follows
+//! wall time at `scale` simulated seconds per wall second: a peer that samples every few seconds
+//! of wall time, as irqbalance does, sees the machine move at a steady pace.
+
+mod extras;
+
+use crate::sim_platform::SimPlatform;
+use irqpilot_core::{Action, ApplyError, CpuSet, IrqNum, Outcome, Plan, Platform, Snapshot};
+use irqpilot_linux::format::interrupts::render_interrupts_into;
+use irqpilot_linux::format::softirqs::render_softirqs;
+use irqpilot_linux::format::stat::render_stat;
+use irqpilot_linux::format::{procirq, sysirq};
+use irqpilot_linux::tree::{TreeOptions, write_tree_with};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Why the tree could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// A file of the tree could not be written, read, renamed or removed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// The initial tree could not be written.
+    #[error(transparent)]
+    Tree(#[from] irqpilot_linux::tree::TreeError),
+    /// The file to wait for did not appear in time.
+    #[error("{0}: did not appear within {HOLD_TIMEOUT_S} s")]
+    HoldTimeout(PathBuf),
+}
+
+/// Longest wait for [`ExportOptions::hold_until`].
+const HOLD_TIMEOUT_S: u64 = 120;
+
+/// How to export.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExportOptions {
+    /// Simulated time between two refreshes of the tree.
+    pub step_ns: u64,
+    /// Simulated seconds per wall second; `None` runs as fast as the simulation goes.
+    pub scale: Option<f64>,
+    /// Once the tree is written, wait for this file to appear before simulated time moves
+    /// (a peer reads the machine at its start before the clock runs; 120 s at most).
+    pub hold_until: Option<PathBuf>,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        ExportOptions {
+            step_ns: 10_000_000,
+            scale: None,
+            hold_until: None,
+        }
+    }
+}
+
+/// A write to the tree from outside the twin, and what the twin made of it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct OutsideWrite {
+    /// Simulated time at which it was taken, ns.
+    pub at_ns: u64,
+    /// The file, relative to the root.
+    pub file: String,
+    /// What was written (trimmed).
+    pub text: String,
+    /// `Ok(true)` applied, `Ok(false)` nothing changed, or the kernel's refusal.
+    pub result: Result<bool, ApplyError>,
+}
+
+/// A parser of an affinity file.
+type Parser = fn(&str) -> Result<CpuSet, irqpilot_linux::ParseError>;
+
+/// File written by the twin last (besides the tree's `MANIFEST.toml`) once the tree is whole.
+pub const READY_FILE: &str = ".irqpilot-twin-ready";
+
+/// What the twin last wrote to one IRQ's files.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct IrqFiles {
+    requested: CpuSet,
+    effective: CpuSet,
+    total: u64,
+}
+
+/// A live tree of one simulated machine.
+#[derive(Debug)]
+pub struct TreeExport {
+    root: PathBuf,
+    opts: ExportOptions,
+    nr_cpu_ids: u32,
+    /// Text last written to files outside tools may write, by path relative to the root.
+    written: BTreeMap<String, String>,
+    /// Unparsable text seen once, by path: refused if it is still there at the next step.
+    unparsed: BTreeMap<String, (Option<IrqNum>, String)>,
+    /// IRQs whose affinity files must be written again (an outside write was taken or refused).
+    dirty: BTreeSet<IrqNum>,
+    dirty_default: bool,
+    irqs: BTreeMap<IrqNum, IrqFiles>,
+    default_affinity: CpuSet,
+    snap: Snapshot,
+    buf: String,
+    /// Every outside write, in the order taken.
+    pub writes: Vec<OutsideWrite>,
+    clock: Option<(Instant, u64)>,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ExportError + '_ {
+    move |source| ExportError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl TreeExport {
+    /// Writes the tree of `platform`'s machine under `root` (created if needed).
+    pub fn create(
+        platform: &mut SimPlatform,
+        root: &Path,
+        opts: ExportOptions,
+    ) -> Result<TreeExport, ExportError> {
+        let machine = platform.sim().machine();
+        let mut snap = Snapshot::default();
+        platform.sim().snapshot_into(&mut snap);
+        let description = format!(
+            "irqpilot twin: scenario {} (seed {}), live while the simulation runs",
+            platform.sim().sc.name,
+            platform.sim().sc.seed
+        );
+        write_tree_with(root, &machine, &snap, &TreeOptions { description })?;
+        let nr_cpu_ids = machine.topology.nr_cpu_ids();
+        extras::write(root, &machine, nr_cpu_ids)?;
+        let mut export = TreeExport {
+            root: root.to_path_buf(),
+            opts,
+            nr_cpu_ids,
+            written: BTreeMap::new(),
+            unparsed: BTreeMap::new(),
+            dirty: BTreeSet::new(),
+            dirty_default: false,
+            irqs: BTreeMap::new(),
+            default_affinity: machine.default_affinity.clone().unwrap_or_default(),
+            snap,
+            buf: String::new(),
+            writes: Vec::new(),
+            clock: None,
+        };
+        for irq in machine.irqs.values() {
+            let files = IrqFiles {
+                requested: irq.requested.clone().unwrap_or_default(),
+                effective: irq.effective.clone().unwrap_or_default(),
+                total: 0,
+            };
+            export.remember_affinity(irq.irq, &files.requested);
+            export.irqs.insert(irq.irq, files);
+        }
+        let d = export.default_affinity.clone();
+        export.remember_default(&d);
+        export.refresh(platform)?;
+        export.put(READY_FILE, &format!("{}\n", std::process::id()))?;
+        if let Some(go) = &export.opts.hold_until {
+            let start = Instant::now();
+            while !go.exists() {
+                if start.elapsed() > Duration::from_secs(HOLD_TIMEOUT_S) {
+                    return Err(ExportError::HoldTimeout(go.clone()));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        Ok(export)
+    }
+
+    /// The root of the tree.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &ExportOptions {
+        &self.opts
+    }
+
+    fn remember_affinity(&mut self, irq: IrqNum, req: &CpuSet) {
+        let p = format!("proc/irq/{irq}");
+        self.written.insert(
+            format!("{p}/{}", procirq::SMP_AFFINITY),
+            procirq::render_affinity_mask(req, self.nr_cpu_ids),
+        );
+        self.written.insert(
+            format!("{p}/{}", procirq::SMP_AFFINITY_LIST),
+            procirq::render_affinity_list(req),
+        );
+    }
+
+    fn remember_default(&mut self, set: &CpuSet) {
+        self.written.insert(
+            "proc/irq/default_smp_affinity".into(),
+            procirq::render_affinity_mask(set, self.nr_cpu_ids),
+        );
+    }
+
+    /// Writes `text` to `rel` atomically (temporary file, then rename).
+    fn put(&self, rel: &str, text: &str) -> Result<(), ExportError> {
+        let path = self.root.join(rel);
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = path.with_file_name(format!(".{name}.twin-tmp"));
+        std::fs::write(&tmp, text).map_err(io_err(&tmp))?;
+        std::fs::rename(&tmp, &path).map_err(io_err(&path))
+    }
+
+    /// Takes what outside tools wrote since the last step and applies it to the machine, as
+    /// the kernel would take each write. Returns how many writes were taken.
+    pub fn pick_up(&mut self, platform: &mut SimPlatform) -> Result<usize, ExportError> {
+        let mut taken: Vec<(String, String, Action)> = Vec::new();
+        let irqs: Vec<IrqNum> = self.irqs.keys().copied().collect();
+        for irq in irqs {
+            for (file, parse) in [
+                (
+                    procirq::SMP_AFFINITY_LIST,
+                    procirq::parse_affinity_list as Parser,
+                ),
+                (procirq::SMP_AFFINITY, procirq::parse_affinity_mask),
+            ] {
+                let rel = format!("proc/irq/{irq}/{file}");
+                if let Some((text, cpus)) = self.changed(&rel, Some(irq), parse)? {
+                    taken.push((rel, text, Action::SetAffinity { irq, cpus }));
+                }
+            }
+        }
+        let rel = "proc/irq/default_smp_affinity".to_string();
+        if let Some((text, cpus)) = self.changed(&rel, None, procirq::parse_affinity_mask)? {
+            taken.push((rel, text, Action::SetDefaultAffinity { cpus }));
+        }
+        let at_ns = platform.sim().now().ns();
+        let n = taken.len();
+        for (file, text, action) in taken {
+            self.mark_dirty(&action);
+            let report = platform.apply(&Plan {
+                actions: vec![action],
+                notes: Vec::new(),
+            });
+            let result = report
+                .outcomes
+                .into_iter()
+                .next()
+                .map_or(Ok(false), |o: Outcome| o.result);
+            self.writes.push(OutsideWrite {
+                at_ns,
+                file,
+                text,
+                result,
+            });
+        }
+        // Unparsable text still there a step later: refused (EINVAL), the old text goes back.
+        for (rel, (irq, text)) in std::mem::take(&mut self.unparsed) {
+            if self.read(&rel).ok().as_deref() != Some(text.as_str()) {
+                continue;
+            }
+            match irq {
+                Some(irq) => {
+                    self.dirty.insert(irq);
+                }
+                None => self.dirty_default = true,
+            }
+            self.writes.push(OutsideWrite {
+                at_ns,
+                file: rel,
+                text: text.trim().to_string(),
+                result: Err(ApplyError::Invalid),
+            });
+        }
+        Ok(n)
+    }
+
+    fn mark_dirty(&mut self, action: &Action) {
+        match action {
+            Action::SetAffinity { irq, .. } => {
+                self.dirty.insert(*irq);
+            }
+            _ => self.dirty_default = true,
+        }
+    }
+
+    fn read(&self, rel: &str) -> Result<String, ExportError> {
+        let path = self.root.join(rel);
+        std::fs::read_to_string(&path).map_err(io_err(&path))
+    }
+
+    /// `Some((text, cpus))` when `rel` holds a parsable text other than the twin's own.
+    fn changed(
+        &mut self,
+        rel: &str,
+        irq: Option<IrqNum>,
+        parse: Parser,
+    ) -> Result<Option<(String, CpuSet)>, ExportError> {
+        let text = match self.read(rel) {
+            Ok(t) => t,
+            // Removed by someone: written back at the next refresh.
+            Err(ExportError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                match irq {
+                    Some(irq) => {
+                        self.dirty.insert(irq);
+                    }
+                    None => self.dirty_default = true,
+                }
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        if self.written.get(rel) == Some(&text) {
+            return Ok(None);
+        }
+        match parse(&text) {
+            Ok(cpus) => {
+                self.unparsed.remove(rel);
+                Ok(Some((text.trim().to_string(), cpus)))
+            }
+            Err(_) => {
+                self.unparsed.insert(rel.to_string(), (irq, text));
+                Ok(None)
+            }
+        }
+    }
+
+    /// Rewrites the counter files and whatever affinity changed, then waits for wall time when
+    /// a time scale is set.
+    pub fn refresh(&mut self, platform: &SimPlatform) -> Result<(), ExportError> {
+        let sim = platform.sim();
+        sim.snapshot_into(&mut self.snap);
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        render_interrupts_into(&self.snap.interrupts, &mut buf);
+        self.put("proc/interrupts", &buf)?;
+        self.buf = buf;
+        if let Some(stat) = &self.snap.stat {
+            self.put("proc/stat", &render_stat(stat))?;
+        }
+        if let Some(soft) = &self.snap.softirqs {
+            self.put("proc/softirqs", &render_softirqs(soft))?;
+        }
+        let ncpu = sim.cpus.len();
+        let possible = self.nr_cpu_ids as usize;
+        for (i, s) in sim.srcs.iter().enumerate() {
+            if !sim.src_enabled(i) {
+                continue;
+            }
+            let irq = IrqNum(s.irq);
+            let Some(last) = self.irqs.get(&irq).cloned() else {
+                continue;
+            };
+            let counts = &sim.irq_counts[i * ncpu..(i + 1) * ncpu];
+            let total: u64 = counts.iter().sum();
+            let effective = CpuSet::single(irqpilot_core::CpuId(s.cpu));
+            let p = format!("proc/irq/{irq}");
+            if last.requested != s.requested || self.dirty.remove(&irq) {
+                self.remember_affinity(irq, &s.requested);
+                for f in [procirq::SMP_AFFINITY, procirq::SMP_AFFINITY_LIST] {
+                    let rel = format!("{p}/{f}");
+                    let text = self.written.get(&rel).cloned().unwrap_or_default();
+                    self.put(&rel, &text)?;
+                }
+            }
+            if last.effective != effective {
+                self.put(
+                    &format!("{p}/{}", procirq::EFFECTIVE_AFFINITY),
+                    &procirq::render_affinity_mask(&effective, self.nr_cpu_ids),
+                )?;
+                self.put(
+                    &format!("{p}/{}", procirq::EFFECTIVE_AFFINITY_LIST),
+                    &procirq::render_affinity_list(&effective),
+                )?;
+            }
+            if total != last.total {
+                let mut per_cpu = vec![0u64; possible.max(ncpu)];
+                per_cpu[..ncpu].copy_from_slice(counts);
+                per_cpu.truncate(possible.max(1));
+                self.put(
+                    &format!("sys/kernel/irq/{irq}/{}", sysirq::PER_CPU_COUNT),
+                    &sysirq::render_per_cpu_count(&per_cpu),
+                )?;
+            }
+            self.irqs.insert(
+                irq,
+                IrqFiles {
+                    requested: s.requested.clone(),
+                    effective,
+                    total,
+                },
+            );
+        }
+        let def = sim.default_affinity.clone();
+        let def_rel = "proc/irq/default_smp_affinity";
+        if def != self.default_affinity || std::mem::take(&mut self.dirty_default) {
+            self.remember_default(&def);
+            let text = self.written.get(def_rel).cloned().unwrap_or_default();
+            self.put(def_rel, &text)?;
+            self.default_affinity = def;
+        }
+        self.pace(sim.now().ns());
+        Ok(())
+    }
+
+    /// Sleeps until wall time catches up with simulated time at the configured scale.
+    fn pace(&mut self, sim_ns: u64) {
+        let Some(scale) = self.opts.scale.filter(|s| s.is_finite() && *s > 0.0) else {
+            return;
+        };
+        let (start, sim0) = *self.clock.get_or_insert((Instant::now(), sim_ns));
+        let due = Duration::from_secs_f64(sim_ns.saturating_sub(sim0) as f64 / 1e9 / scale);
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+}
