@@ -192,7 +192,7 @@ pub struct Report {
     pub gsim: Option<GsimReport>,
     /// IRQ moves that changed an effective CPU during the measured interval.
     pub migrations: u64,
-    /// What the placement policy did, when the scenario has one.
+    /// What the placement policy did, when the scenario has one or isolates CPUs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placement: Option<PlacementReport>,
     /// Time series.

@@ -166,10 +166,12 @@ fn drive(
     }
     let sim = platform.into_sim();
     let mut report = sim.report();
-    if policy != PlacementPolicy::None || log.rounds > 0 {
-        let isolated = crate::placement::isolation_of(&sim.sc.machine)
-            .map(|iso| iso.isolated_cpus())
-            .unwrap_or_default();
+    let isolated = crate::placement::isolation_of(&sim.sc.machine)
+        .map(|iso| iso.isolated_cpus())
+        .unwrap_or_default();
+    // An isolated machine reports the interrupts its isolated CPUs take even with no placer:
+    // that is the baseline the placers are judged against.
+    if policy != PlacementPolicy::None || log.rounds > 0 || !isolated.is_empty() {
         let isolated_interrupts_per_sec = report
             .per_cpu
             .iter()

@@ -1,5 +1,5 @@
 //! Result tables that reproduce published numbers, as Markdown, each made by one command
-//! (`irqpilot sim --table published|moderation`). Every row is a scenario run; the published
+//! (`irqpilot sim --table published|moderation|placement`). Every row is a scenario run; the published
 //! figure and its source sit next to the twin's.
 
 use crate::report::Report;
@@ -8,7 +8,7 @@ use crate::scenarios::builtin;
 use std::fmt::Write;
 
 /// Names of the tables.
-pub const TABLES: &[&str] = &["published", "moderation"];
+pub const TABLES: &[&str] = &["published", "moderation", "placement"];
 
 fn run(name: &str, sets: &[(&str, &str)]) -> Result<Report, String> {
     let sc = builtin(name)
@@ -58,6 +58,7 @@ pub fn table(name: &str, mut progress: impl FnMut(&str)) -> Result<String, Strin
     match name {
         "published" => published(&mut progress),
         "moderation" => moderation(&mut progress),
+        "placement" => placement(&mut progress),
         _ => Err(format!(
             "unknown table {name:?}; tables: {}",
             TABLES.join(", ")
@@ -324,6 +325,72 @@ fn moderation(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
             twin.join(", ")
         );
         progress(param);
+    }
+    Ok(out)
+}
+
+/// Placement policies on the placement scenarios (seed 002 Kamble 2002, seed 004 Lal 2020, and
+/// two without a published figure), each scenario under every policy the twin has.
+fn placement(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "#### Placement policies (built-in placement scenarios, seed 0; docs/placement-twin.md)\n"
+    );
+    let _ = writeln!(
+        out,
+        "| scenario | published | placement | throughput | p99 | max / mean CPU busy | isolated-CPU int/s | migrations | refused writes |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+    for (name, published) in [
+        (
+            "balance-p4-4nic-netperf",
+            "56.20 k static, 50.05 k rotation (+12.3%)",
+        ),
+        (
+            "isolation-rt-24cpu",
+            "no device interrupts on isolated CPUs",
+        ),
+        ("numa-remote-2node", "-"),
+        ("placement-churn-8q", "-"),
+    ] {
+        for policy in ["none", "static", "rotate", "irqpilot"] {
+            let r = run(name, &[("placement", policy)])?;
+            let busy: Vec<f64> = r
+                .per_cpu
+                .iter()
+                .map(|c| c.hardirq_pct + c.softirq_pct + c.app_pct)
+                .collect();
+            let max = busy.iter().copied().fold(0.0, f64::max);
+            let mean = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
+            let (isolated, refused) = match &r.placement {
+                Some(pl) => (
+                    if pl.isolated_cpus.is_empty() {
+                        "-".to_string()
+                    } else {
+                        k(pl.isolated_interrupts_per_sec)
+                    },
+                    if pl.refused.is_empty() {
+                        "-".to_string()
+                    } else {
+                        pl.refused
+                            .iter()
+                            .map(|(why, n)| format!("{why} {n}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    },
+                ),
+                None => ("-".into(), "-".into()),
+            };
+            let _ = writeln!(
+                out,
+                "| {name} | {published} | {policy} | {} | {} | {max:.1}% / {mean:.1}% | {isolated} | {} | {refused} |",
+                main_metric(&r),
+                p(&r, |l| l.p99),
+                r.migrations
+            );
+            progress(&format!("{name} placement={policy}"));
+        }
     }
     Ok(out)
 }

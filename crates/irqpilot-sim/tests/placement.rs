@@ -364,6 +364,10 @@ fn isolation_irqpilot_cuts_queues_to_the_housekeeping_cpus_and_keeps_them_clean(
     assert_eq!(applied.failures(), 0);
     // Lal's measurement: 4 streams on 4 housekeeping CPUs cost TCP little.
     let none = run(name, &[]);
+    // The baseline with no placer reports what its isolated CPUs take: the RSS spread lands there.
+    let np = none.placement.as_ref().unwrap();
+    assert_eq!(np.policy, "none");
+    assert!(np.isolated_interrupts_per_sec > 100_000.0, "{np:?}");
     let gbps = |r: &Report| r.throughput_gbps.unwrap();
     assert!(
         gbps(&ours) > 0.97 * gbps(&none),
@@ -444,4 +448,26 @@ fn churn_irqpilot_follows_the_load_with_few_moves() {
     let lo_stat = run("placement-churn-8q-lowload", &[("placement", "static")]);
     assert!(tps(&lo) >= 0.99 * tps(&lo_stat));
     assert!(lo.migrations <= 8, "{}", lo.migrations);
+}
+
+#[test]
+fn placement_table_has_every_scenario_under_every_policy() {
+    let text = irqpilot_sim::tables::table("placement", |_| {}).unwrap();
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| scenario"))
+        .collect();
+    assert_eq!(rows.len(), 16, "{text}");
+    let row = |sc: &str, pol: &str| {
+        rows.iter()
+            .find(|r| r.starts_with(&format!("| {sc} |")) && r.contains(&format!("| {pol} |")))
+            .map(|r| r.split('|').map(str::trim).collect::<Vec<_>>())
+            .unwrap_or_else(|| panic!("no row {sc} {pol} in {text}"))
+    };
+    // Columns: "", scenario, published, placement, throughput, p99, busy, isolated, migrations, refused.
+    assert_eq!(row("isolation-rt-24cpu", "irqpilot")[7], "0");
+    assert_ne!(row("isolation-rt-24cpu", "none")[7], "0");
+    assert!(row("isolation-rt-24cpu", "rotate")[9].contains("no-vector-space"));
+    assert_eq!(row("balance-p4-4nic-netperf", "irqpilot")[8], "0");
+    assert_ne!(row("balance-p4-4nic-netperf", "rotate")[8], "0");
 }

@@ -117,7 +117,7 @@ pub struct SimArgs {
     /// Run once per value and print the runs side by side, e.g. moderation=static,dim,gsim.
     #[arg(long, value_name = "KEY=V1,V2,...")]
     pub compare: Option<String>,
-    /// Print a table of twin results against published ones (Markdown): published, moderation.
+    /// Print a table of twin results against published ones (Markdown): published, moderation, placement.
     #[arg(long, value_name = "NAME", conflicts_with = "scenario")]
     pub table: Option<String>,
     /// Measure the simulator: simulated seconds per wall second, events/s, packets/s.
