@@ -174,10 +174,24 @@ fn balance(m: &mut Model, cfg: &PlacementConfig, rep: &mut SearchReport) {
         }
         rep.rounds += 1;
         m.resum();
-        let mut cands: Vec<(f64, usize)> = heavy
-            .iter()
-            .filter_map(|&i| worth(m, i).map(|(_, g)| (g * m.irqs[i].load, i)))
-            .collect();
+        let mut cands: Vec<(f64, usize)> = {
+            // Most IRQs cannot gain the tolerance anywhere: a bound on their best target's
+            // cost says so without scanning every CPU (steady periods, late rounds). The
+            // margin keeps float rounding from ever pruning a move the full scan would make.
+            let floor = m.arrival_floor();
+            let may_gain = |i: usize| {
+                let Some(h) = m.irqs[i].pos.map(|h| h as usize) else {
+                    return true;
+                };
+                let bound = m.arrival_cost(i, h) - m.arrival_lower_bound(&floor, i);
+                bound + 1e-9 >= m.tolerance(h, cfg.tolerance, cfg.tolerance_relative)
+            };
+            heavy
+                .iter()
+                .filter(|&&i| may_gain(i))
+                .filter_map(|&i| worth(m, i).map(|(_, g)| (g * m.irqs[i].load, i)))
+                .collect()
+        };
         if cands.is_empty() {
             return;
         }

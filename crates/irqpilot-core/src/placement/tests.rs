@@ -131,6 +131,21 @@ proptest! {
             "phi {before} -> {after}, 2Lg = {}", 2.0 * l * g);
     }
 
+    /// The pruning bound is a bound: no IRQ costs less on any target than the floor says.
+    #[test]
+    fn arrival_floor_bounds_every_target(p in 1u32..=3, c in 1u32..=4, t in 1u32..=2, n in 1u32..=40, seed in any::<u64>()) {
+        let (m, r) = random_machine(p, c, t, n, seed);
+        let model = build(&m, &r, &PlacementConfig::default());
+        let floor = model.arrival_floor();
+        for i in 0..model.irqs.len() {
+            let lb = model.arrival_lower_bound(&floor, i);
+            for to in model.targets(i) {
+                let cost = model.arrival_cost(i, to);
+                prop_assert!(lb <= cost + 1e-12, "irq {i} -> {to}: bound {lb} > cost {cost}");
+            }
+        }
+    }
+
     /// The result is a local optimum: no single move of a heavy IRQ to any allowed CPU with a
     /// free vector gains the tolerance (checked exhaustively, not with the search's own loop).
     #[test]
