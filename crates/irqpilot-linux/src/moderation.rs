@@ -29,8 +29,9 @@ pub use nvme::{NvmeError, NvmeIo};
 pub use nvme_dev::DevNvme;
 
 use crate::root::Root;
+pub(crate) use crate::root::write_once;
 use irqpilot_core::ApplyError;
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 
 /// The devices moderation talks to: an ethtool channel (absent when the root is not this
@@ -82,22 +83,6 @@ pub fn errno_apply_error(e: &io::Error, what: &str) -> ApplyError {
             message: what.to_string(),
         },
     }
-}
-
-/// Writes `text` in one `write(2)` (procfs parses each write as one request).
-pub(crate) fn write_once(path: &Path, text: &str) -> io::Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(path)?;
-    let n = f.write(text.as_bytes())?;
-    if n != text.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::WriteZero,
-            format!("short write: {n} of {} bytes", text.len()),
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -26,12 +26,12 @@ use crate::format::stat::parse_stat_into;
 use crate::format::{cpu, procirq};
 use crate::inventory::{self, InterruptFacts};
 use crate::moderation::{self, ModerationIo};
-use crate::root::Root;
+use crate::root::{Root, write_once};
 use irqpilot_core::{
     Action, ApplyError, ApplyReport, CpuSet, InterruptTable, IrqNum, Machine, MonoNs, Outcome,
     Plan, Platform, PlatformError, Snapshot,
 };
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 /// `/proc/interrupts`, relative to the root.
@@ -182,7 +182,7 @@ impl LinuxPlatform {
             // The kernel refuses an empty mask with EINVAL; do not even try.
             return (Some(old_text), Err(ApplyError::Invalid));
         }
-        if let Err(e) = write_value(&path, &procirq::render_affinity_list(cpus)) {
+        if let Err(e) = write_once(&path, &procirq::render_affinity_list(cpus)) {
             return (Some(old_text), Err(apply_error(&e, &path)));
         }
         let result = verify(&path, cpus, procirq::parse_affinity_list);
@@ -226,7 +226,7 @@ impl LinuxPlatform {
             return (Some(old_text), Err(ApplyError::Invalid));
         }
         let width = self.nr_cpu_ids(&old_text, cpus);
-        if let Err(e) = write_value(&path, &procirq::render_affinity_mask(cpus, width)) {
+        if let Err(e) = write_once(&path, &procirq::render_affinity_mask(cpus, width)) {
             return (Some(old_text), Err(apply_error(&e, &path)));
         }
         (
@@ -253,23 +253,6 @@ impl LinuxPlatform {
         let need = cpus.last().map_or(1, |c| c.0 + 1);
         possible.or_else(from_old).unwrap_or(need).max(need)
     }
-}
-
-/// Writes `text` in one `write(2)`: procfs parses each write on its own, so a split write
-/// would be two different requests.
-fn write_value(path: &Path, text: &str) -> io::Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(path)?;
-    let n = f.write(text.as_bytes())?;
-    if n != text.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::WriteZero,
-            format!("short write: {n} of {} bytes", text.len()),
-        ));
-    }
-    Ok(())
 }
 
 /// Re-reads a file after writing `want` and checks the kernel kept it.

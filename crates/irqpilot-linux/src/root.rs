@@ -5,6 +5,24 @@ use irqpilot_core::{GapReason, PlatformError};
 use std::io;
 use std::path::{Path, PathBuf};
 
+/// Writes `text` to a kernel file in one `write(2)`: procfs and sysfs parse each write as one
+/// request, so a split write would be two different requests.
+pub(crate) fn write_once(path: &Path, text: &str) -> io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)?;
+    let n = f.write(text.as_bytes())?;
+    if n != text.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::WriteZero,
+            format!("short write: {n} of {} bytes", text.len()),
+        ));
+    }
+    Ok(())
+}
+
 /// A root directory (`/` on a live machine, a fixture or an exported simulator tree otherwise).
 #[derive(Clone, Debug)]
 pub struct Root {
