@@ -208,6 +208,45 @@ pub(crate) struct Source {
     pub gsim_masked: bool,
 }
 
+impl Source {
+    /// A vector as it boots: armed, idle, no moderation (callers set theirs with `..`).
+    pub fn boot(
+        irq: u32,
+        name: String,
+        cpu: u32,
+        node: u32,
+        dev: Dev,
+        requested: irqpilot_core::CpuSet,
+        gsim_on: bool,
+    ) -> Source {
+        Source {
+            irq,
+            name,
+            cpu,
+            node,
+            dev,
+            moder: HwMod::Immediate,
+            moder_tx: HwMod::Immediate,
+            driver: Driver::Fixed,
+            armed: true,
+            arm_time: SimTime::ZERO,
+            from: [0, 0],
+            last_irq: SimTime::ZERO,
+            timer_at: None,
+            queued: None,
+            hard_cost: 0,
+            reap: 0,
+            hard_cpu: 0,
+            irqs: 0,
+            migrated: false,
+            cold_left: 0,
+            requested,
+            gsim_on,
+            gsim_masked: false,
+        }
+    }
+}
+
 /// A NIC.
 #[derive(Clone, Debug)]
 pub(crate) struct Nic {

@@ -100,29 +100,18 @@ impl Sim {
                 let src = srcs.len() as u32;
                 let (moder, moder_tx, driver) = nic_moderation(n);
                 srcs.push(Source {
-                    irq: FIRST_IRQ + src,
-                    name: format!("{}-TxRx-{i}", n.name),
-                    cpu: cpus[i as usize % cpus.len()],
-                    node: n.node,
-                    dev: Dev::Nic(nq.len() as u32),
                     moder,
                     moder_tx,
                     driver,
-                    armed: true,
-                    arm_time: SimTime::ZERO,
-                    from: [0, 0],
-                    last_irq: SimTime::ZERO,
-                    queued: None,
-                    timer_at: None,
-                    hard_cost: 0,
-                    reap: 0,
-                    hard_cpu: 0,
-                    irqs: 0,
-                    migrated: false,
-                    cold_left: 0,
-                    requested: topo.online.clone(),
-                    gsim_on: sc.gsim.enabled,
-                    gsim_masked: false,
+                    ..Source::boot(
+                        FIRST_IRQ + src,
+                        format!("{}-TxRx-{i}", n.name),
+                        cpus[i as usize % cpus.len()],
+                        n.node,
+                        Dev::Nic(nq.len() as u32),
+                        topo.online.clone(),
+                        sc.gsim.enabled,
+                    )
                 });
                 nq.push(NicQueue {
                     nic: ni as u32,
@@ -195,29 +184,16 @@ impl Sim {
                     };
                     let slot = (d * g.queues_per_drive + i) as usize;
                     srcs.push(Source {
-                        irq: FIRST_IRQ + src,
-                        name: format!("{}{d}q{}", g.name, i + 1),
-                        cpu: cpus[slot % cpus.len()],
-                        node: g.node,
-                        dev: Dev::Nvme(vq.len() as u32),
                         moder,
-                        moder_tx: HwMod::Immediate,
-                        driver: Driver::Fixed,
-                        armed: true,
-                        arm_time: SimTime::ZERO,
-                        from: [0, 0],
-                        last_irq: SimTime::ZERO,
-                        queued: None,
-                        timer_at: None,
-                        hard_cost: 0,
-                        reap: 0,
-                        hard_cpu: 0,
-                        irqs: 0,
-                        migrated: false,
-                        cold_left: 0,
-                        requested: topo.online.clone(),
-                        gsim_on: sc.gsim.enabled,
-                        gsim_masked: false,
+                        ..Source::boot(
+                            FIRST_IRQ + src,
+                            format!("{}{d}q{}", g.name, i + 1),
+                            cpus[slot % cpus.len()],
+                            g.node,
+                            Dev::Nvme(vq.len() as u32),
+                            topo.online.clone(),
+                            sc.gsim.enabled,
+                        )
                     });
                     vq.push(NvmeQueue {
                         drive: di,
