@@ -9,12 +9,45 @@ fn fmt_opt_f(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_string(), |v| format!("{v:.0}"))
 }
 
+/// One table: a placement and gap, its rows, the fastest p50 among them.
+struct Section<'a> {
+    placement: &'a super::Placement,
+    gap: u64,
+    rows: Vec<&'a ResultRow>,
+    best: Option<u64>,
+}
+
 impl BenchReport {
     fn gaps(&self) -> Vec<u64> {
         let mut g: Vec<u64> = self.results.iter().map(|r| r.gap_ns).collect();
         g.sort_unstable();
         g.dedup();
         g
+    }
+
+    /// The result tables both renderers print: per placement and gap, its rows and the fastest
+    /// p50 among them.
+    fn sections(&self) -> Vec<Section<'_>> {
+        let mut out = Vec::new();
+        for placement in &self.placements {
+            for gap in self.gaps() {
+                let rows: Vec<&ResultRow> = self
+                    .results
+                    .iter()
+                    .filter(|r| r.placement == placement.kind && r.gap_ns == gap)
+                    .collect();
+                if !rows.is_empty() {
+                    let best = rows.iter().filter_map(|r| r.p50()).min();
+                    out.push(Section {
+                        placement,
+                        gap,
+                        rows,
+                        best,
+                    });
+                }
+            }
+        }
+        out
     }
 
     fn header(&self) -> String {
@@ -65,80 +98,75 @@ impl BenchReport {
     /// target checks.
     pub fn render_table(&self) -> String {
         let mut s = self.header();
-        for p in &self.placements {
-            for gap in self.gaps() {
-                let rows: Vec<&ResultRow> = self
-                    .results
-                    .iter()
-                    .filter(|r| r.placement == p.kind && r.gap_ns == gap)
-                    .collect();
-                if rows.is_empty() {
-                    continue;
-                }
-                let best = rows.iter().filter_map(|r| r.p50()).min();
-                let _ = writeln!(
-                    s,
-                    "\n== {} (CPUs {},{}: {}), {} ==",
-                    p.kind,
-                    p.pinger,
-                    p.ponger,
-                    p.detail,
-                    gap_label(gap),
-                );
-                let _ = writeln!(
-                    s,
-                    "{:<20} {:<6} {:>6} {:>9} {:>9} {:>9} {:>10} {:>11} {:>8}",
-                    "mechanism",
-                    "style",
-                    "n",
-                    "p50 ns",
-                    "p99 ns",
-                    "p99.9 ns",
-                    "max ns",
-                    "cpu ns/rtt",
-                    "x best"
-                );
-                let mut missing = Vec::new();
-                for r in &rows {
-                    match (&r.rtt_ns, &r.error, &r.reason) {
-                        (Some(t), _, _) => {
-                            let rel = best.map_or_else(
-                                || "-".to_string(),
-                                |b| format!("{:.2}", t.p50 as f64 / b.max(1) as f64),
-                            );
-                            let _ = writeln!(
-                                s,
-                                "{:<20} {:<6} {:>6} {:>9} {:>9} {:>9} {:>10} {:>11} {:>8}",
-                                r.mechanism.name(),
-                                r.wait_style.name(),
-                                r.round_trips,
-                                t.p50,
-                                t.p99,
-                                t.p999,
-                                t.max,
-                                fmt_opt_f(r.cpu_ns_per_rtt),
-                                rel
-                            );
-                        }
-                        (None, Some(err), _) => {
-                            let _ = writeln!(
-                                s,
-                                "{:<20} {:<6} failed: {err}",
-                                r.mechanism.name(),
-                                r.wait_style.name()
-                            );
-                        }
-                        (None, None, Some(reason)) => {
-                            missing.push(format!("  {}: {reason}", r.mechanism.name()))
-                        }
-                        (None, None, None) => {}
+        for Section {
+            placement: p,
+            gap,
+            rows,
+            best,
+        } in self.sections()
+        {
+            let _ = writeln!(
+                s,
+                "\n== {} (CPUs {},{}: {}), {} ==",
+                p.kind,
+                p.pinger,
+                p.ponger,
+                p.detail,
+                gap_label(gap),
+            );
+            let _ = writeln!(
+                s,
+                "{:<20} {:<6} {:>6} {:>9} {:>9} {:>9} {:>10} {:>11} {:>8}",
+                "mechanism",
+                "style",
+                "n",
+                "p50 ns",
+                "p99 ns",
+                "p99.9 ns",
+                "max ns",
+                "cpu ns/rtt",
+                "x best"
+            );
+            let mut missing = Vec::new();
+            for r in &rows {
+                match (&r.rtt_ns, &r.error, &r.reason) {
+                    (Some(t), _, _) => {
+                        let rel = best.map_or_else(
+                            || "-".to_string(),
+                            |b| format!("{:.2}", t.p50 as f64 / b.max(1) as f64),
+                        );
+                        let _ = writeln!(
+                            s,
+                            "{:<20} {:<6} {:>6} {:>9} {:>9} {:>9} {:>10} {:>11} {:>8}",
+                            r.mechanism.name(),
+                            r.wait_style.name(),
+                            r.round_trips,
+                            t.p50,
+                            t.p99,
+                            t.p999,
+                            t.max,
+                            fmt_opt_f(r.cpu_ns_per_rtt),
+                            rel
+                        );
                     }
-                }
-                if !missing.is_empty() {
-                    let _ = writeln!(s, "unavailable:");
-                    for m in missing {
-                        let _ = writeln!(s, "{m}");
+                    (None, Some(err), _) => {
+                        let _ = writeln!(
+                            s,
+                            "{:<20} {:<6} failed: {err}",
+                            r.mechanism.name(),
+                            r.wait_style.name()
+                        );
                     }
+                    (None, None, Some(reason)) => {
+                        missing.push(format!("  {}: {reason}", r.mechanism.name()))
+                    }
+                    (None, None, None) => {}
+                }
+            }
+            if !missing.is_empty() {
+                let _ = writeln!(s, "unavailable:");
+                for m in missing {
+                    let _ = writeln!(s, "{m}");
                 }
             }
         }
@@ -221,74 +249,69 @@ impl BenchReport {
     /// `docs/benchmarks.md`).
     pub fn render_markdown(&self) -> String {
         let mut s = format!("```text\n{}```\n", self.header());
-        for p in &self.placements {
-            for gap in self.gaps() {
-                let rows: Vec<&ResultRow> = self
-                    .results
-                    .iter()
-                    .filter(|r| r.placement == p.kind && r.gap_ns == gap)
-                    .collect();
-                if rows.is_empty() {
-                    continue;
-                }
-                let best = rows.iter().filter_map(|r| r.p50()).min();
-                let _ = writeln!(
-                    s,
-                    "\n**{}** (CPUs {},{}: {}), {}\n",
-                    p.kind,
-                    p.pinger,
-                    p.ponger,
-                    p.detail,
-                    gap_label(gap),
-                );
-                let _ = writeln!(
-                    s,
-                    "| mechanism | style | n | p50 ns | p99 ns | p99.9 ns | max ns | CPU ns/RTT (pinger + ponger) | p50 / best |"
-                );
-                let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|");
-                for r in &rows {
-                    match (&r.rtt_ns, &r.error, &r.reason) {
-                        (Some(t), _, _) => {
-                            let sides = r.cpu_ns_per_rtt_by_side.map_or_else(String::new, |c| {
-                                format!(" ({:.0} + {:.0})", c.pinger, c.ponger)
-                            });
-                            let rel = best.map_or_else(
-                                || "-".to_string(),
-                                |b| format!("{:.2}", t.p50 as f64 / b.max(1) as f64),
-                            );
-                            let _ = writeln!(
-                                s,
-                                "| {} | {} | {} | {} | {} | {} | {} | {}{} | {} |",
-                                r.mechanism.name(),
-                                r.wait_style.name(),
-                                r.round_trips,
-                                t.p50,
-                                t.p99,
-                                t.p999,
-                                t.max,
-                                fmt_opt_f(r.cpu_ns_per_rtt),
-                                sides,
-                                rel
-                            );
-                        }
-                        (None, Some(err), _) => {
-                            let _ = writeln!(
-                                s,
-                                "| {} | {} | | failed: {err} | | | | | |",
-                                r.mechanism.name(),
-                                r.wait_style.name()
-                            );
-                        }
-                        (None, None, Some(reason)) => {
-                            let _ = writeln!(
-                                s,
-                                "| {} | {} | | unavailable: {reason} | | | | | |",
-                                r.mechanism.name(),
-                                r.wait_style.name()
-                            );
-                        }
-                        (None, None, None) => {}
+        for Section {
+            placement: p,
+            gap,
+            rows,
+            best,
+        } in self.sections()
+        {
+            let _ = writeln!(
+                s,
+                "\n**{}** (CPUs {},{}: {}), {}\n",
+                p.kind,
+                p.pinger,
+                p.ponger,
+                p.detail,
+                gap_label(gap),
+            );
+            let _ = writeln!(
+                s,
+                "| mechanism | style | n | p50 ns | p99 ns | p99.9 ns | max ns | CPU ns/RTT (pinger + ponger) | p50 / best |"
+            );
+            let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|");
+            for r in &rows {
+                match (&r.rtt_ns, &r.error, &r.reason) {
+                    (Some(t), _, _) => {
+                        let sides = r.cpu_ns_per_rtt_by_side.map_or_else(String::new, |c| {
+                            format!(" ({:.0} + {:.0})", c.pinger, c.ponger)
+                        });
+                        let rel = best.map_or_else(
+                            || "-".to_string(),
+                            |b| format!("{:.2}", t.p50 as f64 / b.max(1) as f64),
+                        );
+                        let _ = writeln!(
+                            s,
+                            "| {} | {} | {} | {} | {} | {} | {} | {}{} | {} |",
+                            r.mechanism.name(),
+                            r.wait_style.name(),
+                            r.round_trips,
+                            t.p50,
+                            t.p99,
+                            t.p999,
+                            t.max,
+                            fmt_opt_f(r.cpu_ns_per_rtt),
+                            sides,
+                            rel
+                        );
                     }
+                    (None, Some(err), _) => {
+                        let _ = writeln!(
+                            s,
+                            "| {} | {} | | failed: {err} | | | | | |",
+                            r.mechanism.name(),
+                            r.wait_style.name()
+                        );
+                    }
+                    (None, None, Some(reason)) => {
+                        let _ = writeln!(
+                            s,
+                            "| {} | {} | | unavailable: {reason} | | | | | |",
+                            r.mechanism.name(),
+                            r.wait_style.name()
+                        );
+                    }
+                    (None, None, None) => {}
                 }
             }
         }
