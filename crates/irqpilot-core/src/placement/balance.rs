@@ -183,8 +183,10 @@ fn balance(m: &mut Model, cfg: &PlacementConfig, rep: &mut SearchReport) {
                 let Some(h) = m.irqs[i].pos.map(|h| h as usize) else {
                     return true;
                 };
-                let bound = m.arrival_cost(i, h) - m.arrival_lower_bound(&floor, i);
-                bound + 1e-9 >= m.tolerance(h, cfg.tolerance, cfg.tolerance_relative)
+                let here = m.arrival_cost(i, h);
+                let bound = here - m.arrival_lower_bound(&floor, i);
+                bound + 1e-9 * (1.0 + here.abs())
+                    >= m.tolerance(h, cfg.tolerance, cfg.tolerance_relative)
             };
             heavy
                 .iter()
