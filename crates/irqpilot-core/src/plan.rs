@@ -111,6 +111,34 @@ impl Plan {
     }
 }
 
+impl CoalesceParams {
+    /// The named fields in `ethtool -C` syntax (`rx-usecs 8 rx-frames 32 adaptive-rx off`).
+    pub fn describe(&self) -> String {
+        let onoff = |b: bool| if b { "on" } else { "off" };
+        let mut parts = Vec::new();
+        let numbers = [
+            ("rx-usecs", self.rx_usecs),
+            ("rx-frames", self.rx_max_frames),
+            ("tx-usecs", self.tx_usecs),
+            ("tx-frames", self.tx_max_frames),
+        ];
+        for (name, v) in numbers {
+            if let Some(v) = v {
+                parts.push(format!("{name} {v}"));
+            }
+        }
+        for (name, v) in [
+            ("adaptive-rx", self.use_adaptive_rx),
+            ("adaptive-tx", self.use_adaptive_tx),
+        ] {
+            if let Some(v) = v {
+                parts.push(format!("{name} {}", onoff(v)));
+            }
+        }
+        parts.join(" ")
+    }
+}
+
 impl Action {
     /// A short description for reports and logs.
     pub fn describe(&self) -> String {
@@ -123,7 +151,7 @@ impl Action {
                 params,
             } => {
                 let q = queue.map(|q| format!(" queue {q}")).unwrap_or_default();
-                format!("{device}{q} coalesce {params:?}")
+                format!("{device}{q} coalesce {}", params.describe())
             }
             Action::SetNvmeCoalescing {
                 controller,
@@ -230,5 +258,28 @@ impl ApplyReport {
             .iter()
             .filter(|o| o.result == Ok(true))
             .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_coalescing_action_reads_like_ethtool() {
+        let a = Action::SetCoalesce {
+            device: "eth0".into(),
+            queue: None,
+            params: CoalesceParams {
+                rx_usecs: Some(3),
+                rx_max_frames: Some(0),
+                use_adaptive_rx: Some(false),
+                ..Default::default()
+            },
+        };
+        assert_eq!(
+            a.describe(),
+            "eth0 coalesce rx-usecs 3 rx-frames 0 adaptive-rx off"
+        );
     }
 }

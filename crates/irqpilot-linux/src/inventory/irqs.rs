@@ -107,10 +107,26 @@ pub(super) fn read_irqs(
             if irq.node.is_none() {
                 irq.node = dev.numa_node;
             }
+            if irq.queue.is_none() {
+                irq.queue = single_vector_queue(&irq.actions, dev);
+            }
         }
         irqs.insert(n, irq);
     }
     (irqs, default_affinity)
+}
+
+/// The one queue of a NIC whose driver names its only interrupt after the interface (`eth0`:
+/// e1000, e1000e with MSI, r8169 and others). The name alone says nothing (it could be any
+/// device's), so this needs the device the IRQ belongs to and that device's interfaces.
+fn single_vector_queue(actions: &[String], dev: &PciDevice) -> Option<queue::Queue> {
+    let owner = actions.iter().find(|a| dev.net.iter().any(|n| n == *a))?;
+    Some(queue::Queue {
+        kind: queue::QueueKind::TxRx,
+        index: Some(0),
+        owner: owner.clone(),
+        scheme: queue::NamingScheme::Netdev,
+    })
 }
 
 /// IRQ -> owning device: `msi_irqs/` entries first; the legacy `irq` file only for devices
@@ -219,4 +235,25 @@ fn read_managed(root: &Root, log: &mut GapLog, all: &BTreeSet<IrqNum>) -> BTreeM
         }
     }
     managed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interrupt_named_after_its_own_interface_is_that_nics_queue() {
+        let mut dev = PciDevice::new(PciAddr::parse("0000:00:03.0").unwrap());
+        dev.net = vec!["eth0".into()];
+        let q = single_vector_queue(&["eth0".into()], &dev).unwrap();
+        assert_eq!(q.kind, queue::QueueKind::TxRx);
+        assert_eq!((q.index, q.owner.as_str()), (Some(0), "eth0"));
+        // A shared INTx line: only the action that names this device's interface counts.
+        let shared = ["ehci_hcd:usb1".to_string(), "eth0".to_string()];
+        assert_eq!(single_vector_queue(&shared, &dev).unwrap().owner, "eth0");
+        // Another device's interface, or a device without one, is not this NIC's queue.
+        assert_eq!(single_vector_queue(&["eth1".into()], &dev), None);
+        dev.net.clear();
+        assert_eq!(single_vector_queue(&["eth0".into()], &dev), None);
+    }
 }

@@ -153,18 +153,58 @@ pub fn set_nic_coalesce(
             "driver has no per-queue coalescing: setting it device-wide"
         );
     }
-    if let Err(e) = set_coalesce(eth, device, scope, &cur.with(params)) {
-        tracing::warn!(device, error = %e, "coalescing refused");
-        return (old, Err(e.apply_error()));
+    // The kernel refuses a whole set (EOPNOTSUPP) when a member the driver lacks is non-zero:
+    // e1000, igb, ice and i40e have no frame counts, e1000 no tx-usecs. The delay is what
+    // matters, so the fields paired with it are dropped until the driver takes the rest.
+    let mut written = params.clone();
+    loop {
+        match set_coalesce(eth, device, scope, &cur.with(&written)) {
+            Ok(()) => break,
+            Err(e) => match fewer_fields(&written).filter(|_| e.is_unsupported()) {
+                Some(next) => {
+                    tracing::info!(device, error = %e, "retrying without the fields the driver lacks");
+                    written = next;
+                }
+                None => {
+                    tracing::warn!(device, error = %e, "coalescing refused");
+                    return (old, Err(e.apply_error()));
+                }
+            },
+        }
+    }
+    if written != *params {
+        tracing::info!(
+            device,
+            set = render_coalesce_params(&written).as_str(),
+            "the driver has no knob for the other fields asked for"
+        );
     }
     let result = match get_coalesce(eth, device, scope) {
-        Ok(back) if back.satisfies(params) => Ok(true),
+        Ok(back) if back.satisfies(&written) => Ok(true),
         Ok(back) => Err(ApplyError::NotTaken {
-            readback: render_coalesce_params(&back.project(params)),
+            readback: render_coalesce_params(&back.project(&written)),
         }),
         Err(e) => Err(e.apply_error()),
     };
     (old, result)
+}
+
+/// `params` with fewer fields after an EOPNOTSUPP: first without the frame counts, then
+/// without `tx-usecs` too. `None` when nothing is left to drop (`rx-usecs` and the adaptive
+/// switches, which an off value never trips).
+fn fewer_fields(params: &CoalesceParams) -> Option<CoalesceParams> {
+    params.rx_usecs?;
+    if params.rx_max_frames.is_some() || params.tx_max_frames.is_some() {
+        return Some(CoalesceParams {
+            rx_max_frames: None,
+            tx_max_frames: None,
+            ..params.clone()
+        });
+    }
+    params.tx_usecs.map(|_| CoalesceParams {
+        tx_usecs: None,
+        ..params.clone()
+    })
 }
 
 /// NVMe refusals; a missing device node (fixture roots) is "unsupported here".

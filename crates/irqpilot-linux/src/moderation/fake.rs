@@ -34,6 +34,11 @@ pub struct FakeNic {
     pub fail_sets: Option<i32>,
     /// The driver rounds `rx-usecs` down to a multiple of this (hardware timer granularity).
     pub rx_usecs_step: Option<u32>,
+    /// The driver's `supported_coalesce_params`, as a mask over the 22 members after `cmd`
+    /// (bit i = [`EthtoolCoalesce::words`]`[i]`); `None` = all. A set with a non-zero member
+    /// outside it fails with EOPNOTSUPP (`ethtool_set_coalesce_supported()`): e1000 supports
+    /// only `rx-usecs`, mask `1`.
+    pub supported: Option<u32>,
 }
 
 /// State of [`FakeEthtool`].
@@ -74,6 +79,17 @@ fn errno(n: i32) -> io::Error {
 }
 
 impl FakeNic {
+    /// Whether the kernel lets a set with these members through to the driver.
+    fn settable(&self, c: &EthtoolCoalesce) -> bool {
+        let Some(mask) = self.supported else {
+            return true;
+        };
+        c.words()
+            .iter()
+            .enumerate()
+            .all(|(i, w)| *w == 0 || mask & (1 << i) != 0)
+    }
+
     fn store(&self, c: EthtoolCoalesce) -> EthtoolCoalesce {
         match self.rx_usecs_step {
             Some(step) if step > 0 => EthtoolCoalesce {
@@ -121,6 +137,9 @@ impl EthtoolIo for FakeEthtool {
                         return Err(errno(e));
                     }
                     let (_, c) = EthtoolCoalesce::decode(data).map_err(|_| errno(libc::EFAULT))?;
+                    if !nic.settable(&c) {
+                        return Err(errno(libc::EOPNOTSUPP));
+                    }
                     nic.device = nic.store(c);
                     Ok(())
                 }
@@ -155,6 +174,9 @@ impl EthtoolIo for FakeEthtool {
                 } else {
                     if let Some(e) = nic.fail_sets {
                         return Err(errno(e));
+                    }
+                    if !op.entries.iter().all(|c| store.settable(c)) {
+                        return Err(errno(libc::EOPNOTSUPP));
                     }
                     for (q, c) in queues.iter().zip(&op.entries) {
                         per_queue[*q as usize] = store.store(*c);

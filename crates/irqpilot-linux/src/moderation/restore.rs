@@ -16,27 +16,7 @@ use irqpilot_core::{Action, ApplyError, CoalesceParams, Outcome};
 
 /// `ethtool -C` syntax for the fields `p` names, in a fixed order.
 pub fn render_coalesce_params(p: &CoalesceParams) -> String {
-    let mut parts = Vec::new();
-    let onoff = |b: bool| if b { "on" } else { "off" };
-    if let Some(v) = p.rx_usecs {
-        parts.push(format!("rx-usecs {v}"));
-    }
-    if let Some(v) = p.rx_max_frames {
-        parts.push(format!("rx-frames {v}"));
-    }
-    if let Some(v) = p.tx_usecs {
-        parts.push(format!("tx-usecs {v}"));
-    }
-    if let Some(v) = p.tx_max_frames {
-        parts.push(format!("tx-frames {v}"));
-    }
-    if let Some(v) = p.use_adaptive_rx {
-        parts.push(format!("adaptive-rx {}", onoff(v)));
-    }
-    if let Some(v) = p.use_adaptive_tx {
-        parts.push(format!("adaptive-tx {}", onoff(v)));
-    }
-    parts.join(" ")
+    p.describe()
 }
 
 /// Parses [`render_coalesce_params`]' output (any order; each name at most once).

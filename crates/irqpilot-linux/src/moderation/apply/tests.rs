@@ -141,6 +141,86 @@ fn no_per_queue_falls_back_to_device_wide() {
     );
 }
 
+/// The moderator's action (delay plus frame counts, TX alike) on a driver that supports only
+/// `rx-usecs`, as e1000 (found in the VM check: the kernel answered EOPNOTSUPP to the whole set).
+#[test]
+fn fields_the_driver_lacks_are_dropped_not_the_delay() {
+    let e1000 = FakeNic {
+        coalesce: true,
+        device: EthtoolCoalesce {
+            rx_coalesce_usecs: 3,
+            ..Default::default()
+        },
+        supported: Some(1),
+        ..Default::default()
+    };
+    let eth = nics(vec![("eth0", e1000)]);
+    let mut io = io_with(&eth, &FakeNvme::default());
+    let moderator = CoalesceParams {
+        rx_usecs: Some(200),
+        rx_max_frames: Some(64),
+        tx_usecs: Some(200),
+        tx_max_frames: Some(64),
+        use_adaptive_rx: Some(false),
+        use_adaptive_tx: Some(false),
+    };
+    let (old, result) = set_nic_coalesce(&mut io, "eth0", Some(0), &moderator);
+    assert_eq!(
+        old.as_deref(),
+        Some("rx-usecs 3 rx-frames 0 tx-usecs 0 tx-frames 0 adaptive-rx off adaptive-tx off")
+    );
+    assert_eq!(result, Ok(true));
+    assert_eq!(
+        eth.state().nics["eth0"].device,
+        EthtoolCoalesce {
+            rx_coalesce_usecs: 200,
+            ..Default::default()
+        }
+    );
+    assert_eq!(
+        eth.log(),
+        [
+            "eth0 ETHTOOL_PERQUEUE/GCOALESCE [0]",
+            "eth0 ETHTOOL_GCOALESCE",
+            "eth0 ETHTOOL_SCOALESCE",
+            "eth0 ETHTOOL_SCOALESCE",
+            "eth0 ETHTOOL_SCOALESCE",
+            "eth0 ETHTOOL_GCOALESCE",
+        ],
+        "all six, without frame counts, without tx-usecs"
+    );
+    // Revert writes the old value back; its zeros never trip the check.
+    let action = Action::SetCoalesce {
+        device: "eth0".into(),
+        queue: Some(0),
+        params: moderator.clone(),
+    };
+    let Ok(Some(Action::SetCoalesce { params, .. })) =
+        crate::moderation::restore::restore_for(&action, old.as_deref().unwrap())
+    else {
+        panic!("no restore action");
+    };
+    assert_eq!(
+        set_nic_coalesce(&mut io, "eth0", Some(0), &params).1,
+        Ok(true)
+    );
+    assert_eq!(eth.state().nics["eth0"].device.rx_coalesce_usecs, 3);
+
+    // Without even rx-usecs the refusal stands.
+    let mut none = FakeNic {
+        coalesce: true,
+        supported: Some(0),
+        ..Default::default()
+    };
+    none.device.rx_coalesce_usecs = 0;
+    let eth = nics(vec![("eth9", none)]);
+    let mut io = io_with(&eth, &FakeNvme::default());
+    assert_eq!(
+        set_nic_coalesce(&mut io, "eth9", None, &moderator).1,
+        Err(ApplyError::Unsupported)
+    );
+}
+
 #[test]
 fn refusals_are_reported_per_device() {
     let eth = three_nics();
