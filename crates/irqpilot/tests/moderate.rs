@@ -420,3 +420,60 @@ fn daemon_runs_moderation_next_to_placement() {
     assert_eq!(read(&root, "proc/irq/soft_moderation/delay_us"), "0\n");
     assert_eq!(read(&root, "proc/irq/39/soft_moderation"), "0\n");
 }
+
+/// A driver without frame counts (e1000: `rx-usecs` only) reads `rx-frames 0` after every set.
+/// The moderator must not take that as a difference and send the same delay again each period
+/// (a refused set, the retries and a rewrite every 10 ms).
+#[test]
+fn a_driver_without_frame_counts_is_not_rewritten_every_period() {
+    let (_dir, root) = copy_of_firecracker();
+    let e1000 = EthtoolCoalesce {
+        rx_coalesce_usecs: 3,
+        ..Default::default()
+    };
+    let eth = FakeEthtool::new([(
+        "eth0".to_string(),
+        FakeNic {
+            coalesce: true,
+            device: e1000,
+            queues: None,
+            supported: Some(1),
+            ..Default::default()
+        },
+    )]);
+    let io = ModerationIo {
+        ethtool: Some(Box::new(eth.clone())),
+        nvme: Box::new(FakeNvme::default()),
+    };
+    let mut p = Ticking {
+        inner: LinuxPlatform::with_root(&root).with_moderation_io(io),
+        root: root.clone(),
+        rate: 2_000_000.0,
+        now_ns: 1_000_000_000,
+    };
+    let mut global = GlobalModerator::new(GlobalModerationConfig::default());
+    let (mut sets, mut repeats) = (0, 0);
+    for _ in 0..30 {
+        let d = decide(&mut p, &mut [&mut global], 10_000_000).unwrap();
+        let plan = d.merged();
+        let current = eth.state().nics["eth0"].device.rx_coalesce_usecs;
+        for a in &plan.actions {
+            if let Action::SetCoalesce { params, .. } = a {
+                sets += 1;
+                if params.rx_usecs == Some(current) {
+                    repeats += 1;
+                }
+            }
+        }
+        let applied = p.apply(&plan);
+        assert_eq!(applied.failures(), 0, "{applied:?}");
+    }
+    // The delay climbs to its cap under a rate the NIC cannot lower, then holds.
+    let st = eth.state();
+    assert_eq!(st.nics["eth0"].device.rx_coalesce_usecs, 100);
+    assert!(sets >= 1);
+    assert_eq!(
+        repeats, 0,
+        "{sets} sets, {repeats} of them the value already there"
+    );
+}

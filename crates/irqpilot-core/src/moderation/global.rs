@@ -477,9 +477,11 @@ impl Policy for GlobalModerator {
                     ..
                 } => {
                     let matches_want = match want {
+                        // A driver without frame counts (e1000, igb, ice, i40e) reads
+                        // `rx-frames 0` after every set: the delay alone decides there.
                         Some(d) => {
                             *rx_usecs == d.round().max(1.0) as u32
-                                && *rx_max_frames == self.cfg.rx_frames
+                                && (*rx_max_frames == self.cfg.rx_frames || *rx_max_frames == 0)
                                 && !adaptive_rx
                         }
                         None => self.original.get(irq).is_none_or(|o| o == knob),
