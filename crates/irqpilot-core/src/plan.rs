@@ -211,8 +211,9 @@ pub enum ApplyError {
     /// EINVAL: e.g. no online CPU in the mask.
     #[error("invalid value (EINVAL)")]
     Invalid,
-    /// EOPNOTSUPP: the driver lacks the knob.
-    #[error("not supported (EOPNOTSUPP)")]
+    /// The driver, device or kernel lacks the knob: EOPNOTSUPP or ENOTTY from an ioctl, a
+    /// missing file, an NVMe controller's Invalid Opcode or Feature Not Changeable.
+    #[error("not supported by the driver, device or kernel")]
     Unsupported,
     /// The write succeeded but reading back showed another value.
     #[error("read back {readback:?} after writing")]
