@@ -5,7 +5,7 @@
 mod common;
 
 use common::rates_for;
-use irqpilot_core::isolation::plan::{IsolationError, plan_isolation};
+use irqpilot_core::isolation::plan::{IsolationError, Leaving, plan_isolation};
 use irqpilot_core::placement::PlacementConfig;
 use irqpilot_core::queue::recognise;
 use irqpilot_core::{Action, CpuId, CpuSet, Irq, IrqNum, Machine, PciAddr, PciDevice, Topology};
@@ -83,7 +83,8 @@ fn funnel_overflows_and_channel_cuts_fix_it() {
     // Never over capacity on any housekeeping CPU, whatever does not fit stays and is named.
     assert!(p.vectors.fullest.unwrap().1 <= 12);
     assert!(
-        p.plan
+        p.decision
+            .plan
             .notes
             .iter()
             .any(|n| n.contains("no allowed CPU has a free vector"))
@@ -104,6 +105,29 @@ fn funnel_overflows_and_channel_cuts_fix_it() {
         Action::SetChannels { device, combined: Some(4), rx: None, tx: None } if device == "ens1f0"
     ));
     assert_eq!(p.default_affinity, Some(l("0-3")));
+    // Queues 4-23 of ens1f0 go with the cut: listed as removed, never written, and the rest
+    // is planned without them, so everything left has a place.
+    let removed: Vec<&Leaving> = p.must_leave.iter().filter(|x| x.removed).collect();
+    assert_eq!(removed.len(), 20);
+    assert!(
+        removed
+            .iter()
+            .all(|x| x.to.is_none() && x.name.contains("ens1f0"))
+    );
+    assert!(
+        p.must_leave
+            .iter()
+            .filter(|x| !x.removed)
+            .all(|x| x.to.is_some())
+    );
+    let after = p.after_channels.as_ref().unwrap();
+    assert!(after.stuck.is_empty());
+    for a in &p.plan.actions {
+        if let Action::SetAffinity { irq, .. } = a {
+            assert!(!removed.iter().any(|x| x.irq == *irq), "{a:?}");
+        }
+    }
+    assert!(p.plan.notes.iter().any(|n| n.contains("20 IRQs go away")));
     // Managed queues on 4-23: those whose pair includes 0-3 are steerable by managed_irq.
     assert_eq!(p.managed.len(), 20);
     assert_eq!(p.managed.iter().filter(|x| x.steerable).count(), 0);
@@ -191,10 +215,17 @@ mod props {
             let cfg = PlacementConfig { vector_capacity: cap, ..PlacementConfig::default() };
             let p = plan_isolation(&s.machine, &cpus, &cfg, Some(&s.rates)).unwrap();
             prop_assert!(!p.housekeeping.intersects(&cpus));
+            let placing = p.after_channels.as_ref().unwrap_or(&p.decision);
             for l in &p.must_leave {
                 match &l.to {
-                    Some(to) => prop_assert!(to.is_subset(&p.housekeeping)),
-                    None => prop_assert!(p.decision.stuck.contains(&l.irq)),
+                    Some(to) => prop_assert!(to.is_subset(&p.housekeeping) && !l.removed),
+                    None => prop_assert!(l.removed || placing.stuck.contains(&l.irq)),
+                }
+            }
+            // No write names an IRQ a channel cut removes.
+            for a in &p.plan.actions {
+                if let irqpilot_core::Action::SetAffinity { irq, .. } = a {
+                    prop_assert!(!p.must_leave.iter().any(|l| l.removed && l.irq == *irq));
                 }
             }
             prop_assert_eq!(p.vectors.fits, p.decision.stuck.is_empty());

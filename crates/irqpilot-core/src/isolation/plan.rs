@@ -17,15 +17,16 @@
 
 use crate::cpuset::CpuSet;
 use crate::ids::{CpuId, IrqNum};
+use crate::irq::Irq;
 use crate::isolation::{IsolCpus, IsolFlag};
 use crate::machine::Machine;
 use crate::placement::{self, Decision, Learned, PlacementConfig};
 use crate::plan::{Action, Plan};
 use crate::policy::PolicyInput;
-use crate::queue::QueueKind;
+use crate::queue::{Queue, QueueKind};
 use crate::rates::Rates;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A movable IRQ that touches the CPUs to isolate.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,8 +39,12 @@ pub struct Leaving {
     pub mask: Option<CpuSet>,
     /// `effective_affinity_list`.
     pub effective: Option<CpuSet>,
-    /// Where the plan puts it (`None`: no housekeeping CPU has a free vector).
+    /// Where the plan puts it (`None`: no housekeeping CPU has a free vector, or the IRQ goes
+    /// away with its queue).
     pub to: Option<CpuSet>,
+    /// Its queue is one the channel cuts remove: the IRQ goes away rather than moves.
+    #[serde(default)]
+    pub removed: bool,
 }
 
 /// A kernel-managed IRQ whose mask touches the CPUs.
@@ -149,10 +154,15 @@ pub struct IsolationPlan {
     pub boot: BootParams,
     /// `boot` as command line words.
     pub cmdline: String,
-    /// The actions: channel cuts first (they re-create IRQs), then affinity and default.
+    /// The actions: channel cuts first (they re-create IRQs), then affinity and default for
+    /// the machine as it will be after the cuts (no write names an IRQ a cut removes).
     pub plan: Plan,
-    /// The placement decision behind the moves.
+    /// The placement decision on the machine as it is, before any cut: what `vectors`
+    /// describes.
     pub decision: Decision,
+    /// The placement decision behind `plan` when channels are cut: the same machine without
+    /// the IRQs the cuts remove.
+    pub after_channels: Option<Decision>,
 }
 
 /// Why a request cannot be planned.
@@ -204,9 +214,49 @@ pub fn plan_isolation(
             now: crate::ids::MonoNs(0),
         },
     );
+    let on_hk = |loads: &[placement::CpuLoad]| -> Vec<(CpuId, u32)> {
+        loads
+            .iter()
+            .filter(|c| housekeeping.contains(c.cpu))
+            .map(|c| (c.cpu, c.vectors))
+            .collect()
+    };
+    let now = on_hk(&decision.per_cpu_load_before);
+    let after = on_hk(&decision.per_cpu_load_after);
+    let stuck = decision.stuck.len() as u32;
+    let vectors = VectorCheck {
+        capacity_per_cpu: cfg.vector_capacity,
+        used_now: now.iter().map(|x| x.1).sum(),
+        needed: after.iter().map(|x| x.1).sum::<u32>() + stuck,
+        available: housekeeping.len() as u32 * cfg.vector_capacity,
+        fullest: after
+            .iter()
+            .copied()
+            .max_by_key(|x| (x.1, std::cmp::Reverse(x.0))),
+        fits: stuck == 0,
+    };
+
+    let (channels, fits_after_channels) = channel_cuts(machine, &decision, &housekeeping);
+    // The IRQs of the queues a cut removes go away with them: the affinities are planned on
+    // the machine as it will be, so no write names a vanished IRQ.
+    let removed = removed_by(machine, &channels);
+    let after_channels = (!removed.is_empty()).then(|| {
+        let mut after = target.clone();
+        after.irqs.retain(|n, _| !removed.contains(n));
+        placement::decide(
+            &cfg,
+            &Learned::default(),
+            &PolicyInput {
+                machine: &after,
+                rates,
+                now: crate::ids::MonoNs(0),
+            },
+        )
+    });
+    let placing = after_channels.as_ref().unwrap_or(&decision);
+
     let held: BTreeMap<IrqNum, _> = decision.held.iter().map(|h| (h.irq, &h.hold)).collect();
-    let planned: BTreeMap<IrqNum, &CpuSet> =
-        decision.moves.iter().map(|m| (m.irq, &m.to)).collect();
+    let planned: BTreeMap<IrqNum, &CpuSet> = placing.moves.iter().map(|m| (m.irq, &m.to)).collect();
     let touches = |s: &Option<CpuSet>| s.as_ref().is_some_and(|s| s.intersects(&isolate));
     let mut must_leave = Vec::new();
     let mut managed = Vec::new();
@@ -231,33 +281,11 @@ pub fn plan_isolation(
                 mask: irq.requested.clone(),
                 effective: irq.effective.clone(),
                 to: planned.get(&irq.irq).map(|s| (*s).clone()),
+                removed: removed.contains(&irq.irq),
             }),
         }
     }
 
-    let on_hk = |loads: &[placement::CpuLoad]| -> Vec<(CpuId, u32)> {
-        loads
-            .iter()
-            .filter(|c| housekeeping.contains(c.cpu))
-            .map(|c| (c.cpu, c.vectors))
-            .collect()
-    };
-    let now = on_hk(&decision.per_cpu_load_before);
-    let after = on_hk(&decision.per_cpu_load_after);
-    let stuck = decision.stuck.len() as u32;
-    let vectors = VectorCheck {
-        capacity_per_cpu: cfg.vector_capacity,
-        used_now: now.iter().map(|x| x.1).sum(),
-        needed: after.iter().map(|x| x.1).sum::<u32>() + stuck,
-        available: housekeeping.len() as u32 * cfg.vector_capacity,
-        fullest: after
-            .iter()
-            .copied()
-            .max_by_key(|x| (x.1, std::cmp::Reverse(x.0))),
-        fits: stuck == 0,
-    };
-
-    let (channels, fits_after_channels) = channel_cuts(machine, &decision, &housekeeping);
     let mut plan = Plan::default();
     for c in &channels {
         plan.actions.push(Action::SetChannels {
@@ -267,9 +295,15 @@ pub fn plan_isolation(
             tx: (!c.combined).then_some(c.recommended),
         });
     }
-    plan.actions.extend(decision.plan.actions.iter().cloned());
-    plan.notes.extend(decision.plan.notes.iter().cloned());
-    let default_affinity = decision.plan.actions.iter().find_map(|a| match a {
+    plan.actions.extend(placing.plan.actions.iter().cloned());
+    plan.notes.extend(placing.plan.notes.iter().cloned());
+    if !removed.is_empty() {
+        plan.notes.push(format!(
+            "{} IRQs go away with the channel cuts; the affinities are planned without them",
+            removed.len()
+        ));
+    }
+    let default_affinity = placing.plan.actions.iter().find_map(|a| match a {
         Action::SetDefaultAffinity { cpus } => Some(cpus.clone()),
         _ => None,
     });
@@ -288,6 +322,7 @@ pub fn plan_isolation(
         boot,
         plan,
         decision,
+        after_channels,
     })
 }
 
@@ -306,16 +341,8 @@ fn channel_cuts(
     // Data queues per interface: (combined, rx, tx) counts.
     let mut nics: BTreeMap<String, (u32, u32, u32)> = BTreeMap::new();
     for irq in machine.irqs.values() {
-        if irq.managed == Some(true) {
+        let Some((name, q)) = nic_queue(machine, irq) else {
             continue;
-        }
-        let Some(q) = &irq.queue else { continue };
-        let dev = irq.device.as_ref().and_then(|a| machine.devices.get(a));
-        // The interface name: the device's first netdev, else the owner in the IRQ name.
-        let name = match dev.and_then(|d| d.net.first()) {
-            Some(n) => n.clone(),
-            None if dev.is_none_or(|d| d.nvme.is_empty()) => q.owner.clone(),
-            None => continue,
         };
         let e = nics.entry(name).or_default();
         match q.kind {
@@ -355,6 +382,43 @@ fn channel_cuts(
         });
     }
     (out, deficit == 0)
+}
+
+/// The interface a movable data queue's IRQ belongs to (its device's first netdev, else the
+/// owner its name gives), with the queue; `None` for NVMe, managed and other IRQs.
+fn nic_queue<'a>(machine: &Machine, irq: &'a Irq) -> Option<(String, &'a Queue)> {
+    if irq.managed == Some(true) {
+        return None;
+    }
+    let q = irq.queue.as_ref()?;
+    let dev = irq.device.as_ref().and_then(|a| machine.devices.get(a));
+    let name = match dev.and_then(|d| d.net.first()) {
+        Some(n) => n.clone(),
+        None if dev.is_none_or(|d| d.nvme.is_empty()) => q.owner.clone(),
+        None => return None,
+    };
+    Some((name, q))
+}
+
+/// The IRQs whose queues the cuts remove: cut to N channels, a driver keeps queues 0..N-1.
+fn removed_by(machine: &Machine, cuts: &[ChannelAdvice]) -> BTreeSet<IrqNum> {
+    machine
+        .irqs
+        .values()
+        .filter(|irq| {
+            nic_queue(machine, irq).is_some_and(|(name, q)| {
+                cuts.iter().any(|c| {
+                    let kind_cut = match q.kind {
+                        QueueKind::TxRx => c.combined,
+                        QueueKind::Rx | QueueKind::Tx => !c.combined,
+                        _ => false,
+                    };
+                    c.device == name && kind_cut && q.index.is_some_and(|i| i >= c.recommended)
+                })
+            })
+        })
+        .map(|irq| irq.irq)
+        .collect()
 }
 
 /// `isolcpus=managed_irq,domain,...`: `managed_irq` keeps managed IRQs' delivery off the CPUs

@@ -159,15 +159,22 @@ fn render(p: &IsolationPlan) -> String {
         p.isolate, p.housekeeping
     );
     let moving = p.must_leave.iter().filter(|l| l.to.is_some()).count();
-    let _ = writeln!(
+    let removed = p.must_leave.iter().filter(|l| l.removed).count();
+    let _ = write!(
         s,
         "{} IRQs touch them; {moving} get a housekeeping CPU",
         p.must_leave.len()
     );
+    if removed > 0 {
+        let _ = write!(s, "; {removed} go away with the channel cuts below");
+    }
+    let _ = writeln!(s);
     for l in &p.must_leave {
-        let to =
-            l.to.as_ref()
-                .map_or("STUCK".to_string(), |t| t.to_list_string());
+        let to = match &l.to {
+            Some(t) => t.to_list_string(),
+            None if l.removed => "removed".to_string(),
+            None => "STUCK".to_string(),
+        };
         let mask = l
             .mask
             .as_ref()
