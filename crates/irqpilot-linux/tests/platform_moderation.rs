@@ -54,6 +54,7 @@ fn knobs_and_a_mixed_plan() {
             rx_usecs: 8,
             rx_max_frames: 32,
             adaptive_rx: false,
+            min_usecs: 1,
         }
     );
     assert_eq!(m.moderation.knobs.len(), 1);

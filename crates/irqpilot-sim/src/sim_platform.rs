@@ -168,6 +168,8 @@ impl Sim {
                     rx_usecs,
                     rx_max_frames,
                     adaptive_rx: matches!(src.driver, Driver::Dim { .. } | Driver::Aim { .. }),
+                    // The simulated device takes any whole microsecond as a time.
+                    min_usecs: 1,
                 })
             }
             Dev::Nvme(q) => {

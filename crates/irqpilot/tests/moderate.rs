@@ -477,3 +477,55 @@ fn a_driver_without_frame_counts_is_not_rewritten_every_period() {
         "{sets} sets, {repeats} of them the value already there"
     );
 }
+
+/// Intel's ITR drivers (e1000, e1000e, igb, igc) read `rx-usecs` 1-4 as mode numbers and
+/// refuse 2 and 5-9: a small delay asked of them is programmed as their least real time, 10 us.
+#[test]
+fn small_delays_on_an_itr_driver_are_its_least_real_time() {
+    let (_dir, root) = copy_of_firecracker();
+    let link = root.join("sys/bus/pci/devices/0000:00:03.0/driver");
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink("../../../bus/pci/drivers/e1000", &link).unwrap();
+    let e1000 = EthtoolCoalesce {
+        rx_coalesce_usecs: 3,
+        ..Default::default()
+    };
+    let eth = FakeEthtool::new([(
+        "eth0".to_string(),
+        FakeNic {
+            coalesce: true,
+            device: e1000,
+            queues: None,
+            supported: Some(1),
+            ..Default::default()
+        },
+    )]);
+    let io = ModerationIo {
+        ethtool: Some(Box::new(eth.clone())),
+        nvme: Box::new(FakeNvme::default()),
+    };
+    let mut p = Ticking {
+        inner: LinuxPlatform::with_root(&root).with_moderation_io(io),
+        root: root.clone(),
+        // Just above the target: the moderator wants a delay of a few microseconds.
+        rate: 1_050_000.0,
+        now_ns: 1_000_000_000,
+    };
+    let m = p.machine().unwrap();
+    assert_eq!(
+        report_knob(&m),
+        "eth0 device-wide: rx-usecs 3 rx-frames 0 adaptive-rx off (least rx-usecs 10)"
+    );
+    let cfg = GlobalModerationConfig::default();
+    let mut global = GlobalModerator::new(cfg.clone());
+    let d = decide(&mut p, &mut [&mut global], 100_000_000).unwrap();
+    let report = ModerateReport::build(&s(&root), &cfg, &d, None);
+    assert_eq!(report.actions.len(), 1, "{:?}", report.actions);
+    let Action::SetCoalesce { params, .. } = &report.actions[0].action else {
+        panic!("{:?}", report.actions[0].action);
+    };
+    assert_eq!(params.rx_usecs, Some(10), "{params:?}");
+    let applied = p.apply(&d.merged());
+    assert_eq!(applied.failures(), 0, "{applied:?}");
+    assert_eq!(eth.state().nics["eth0"].device.rx_coalesce_usecs, 10);
+}

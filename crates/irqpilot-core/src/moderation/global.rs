@@ -389,6 +389,7 @@ impl GlobalModerator {
                     device,
                     queue,
                     per_queue,
+                    min_usecs,
                     ..
                 },
                 Some(d),
@@ -397,9 +398,9 @@ impl GlobalModerator {
                 queue: per_queue.then_some(*queue),
                 // TX completions share the vector: hold them off alike.
                 params: CoalesceParams {
-                    rx_usecs: Some(d.round().max(1.0) as u32),
+                    rx_usecs: Some(programmed_usecs(d, *min_usecs)),
                     rx_max_frames: Some(self.cfg.rx_frames),
-                    tx_usecs: Some(d.round().max(1.0) as u32),
+                    tx_usecs: Some(programmed_usecs(d, *min_usecs)),
                     tx_max_frames: Some(self.cfg.rx_frames),
                     use_adaptive_rx: Some(false),
                     use_adaptive_tx: Some(false),
@@ -439,6 +440,12 @@ impl GlobalModerator {
     }
 }
 
+/// The `rx-usecs` that programs a delay of `d` us: whole microseconds, at least 1 and at
+/// least the driver's least real time (below it Intel's ITR drivers read a mode number).
+fn programmed_usecs(d: f64, min_usecs: u32) -> u32 {
+    (d.round().max(1.0) as u32).max(min_usecs)
+}
+
 /// NVMe coalescing `(time_100us, threshold)` for a wanted threshold (`None` = off): the time
 /// bounds the added delay at `delay_us` in the field's 100 us units.
 fn nvme_setting(threshold: Option<f64>, delay_us: u32) -> (u8, u16) {
@@ -474,13 +481,14 @@ impl Policy for GlobalModerator {
                     rx_usecs,
                     rx_max_frames,
                     adaptive_rx,
+                    min_usecs,
                     ..
                 } => {
                     let matches_want = match want {
                         // A driver without frame counts (e1000, igb, ice, i40e) reads
                         // `rx-frames 0` after every set: the delay alone decides there.
                         Some(d) => {
-                            *rx_usecs == d.round().max(1.0) as u32
+                            *rx_usecs == programmed_usecs(d, *min_usecs)
                                 && (*rx_max_frames == self.cfg.rx_frames || *rx_max_frames == 0)
                                 && !adaptive_rx
                         }

@@ -24,6 +24,11 @@ pub enum Knob {
         rx_max_frames: u32,
         /// Current `adaptive-rx`.
         adaptive_rx: bool,
+        /// The least `rx-usecs` the driver reads as a time: Intel's e1000, e1000e, igb and
+        /// igc take 1-4 as ITR mode numbers and refuse 2 and 5-9 (their minimum is 10 us);
+        /// 1 elsewhere.
+        #[serde(default = "one_us")]
+        min_usecs: u32,
     },
     /// NVMe Interrupt Coalescing (feature 08h), one setting per controller; feature 09h can exempt
     /// single vectors.
@@ -42,6 +47,20 @@ pub enum Knob {
         /// Whether it is enabled now.
         enabled: bool,
     },
+}
+
+fn one_us() -> u32 {
+    1
+}
+
+/// The least `rx-usecs` a NIC driver reads as microseconds rather than a mode number (see
+/// [`Knob::NicQueue`]): 10 for Intel's ITR drivers (`E1000_MIN_ITR_USECS`, `IGB_MIN_ITR_USECS`),
+/// 1 for the rest.
+pub fn min_coalesce_usecs(driver: Option<&str>) -> u32 {
+    match driver {
+        Some("e1000" | "e1000e" | "igb" | "igc") => 10,
+        _ => 1,
+    }
 }
 
 /// Which procfs form the kernel's software moderation uses.

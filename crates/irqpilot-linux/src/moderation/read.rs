@@ -20,13 +20,19 @@ use super::nvme::{NvmeError, NvmeFailure, get_irq_coalescing};
 use super::nvme_dev::is_controller_name;
 use super::{ModerationIo, soft};
 use crate::root::Root;
-use irqpilot_core::moderation::knobs::{Knob, ModerationInventory};
+use irqpilot_core::moderation::knobs::{Knob, ModerationInventory, min_coalesce_usecs};
 use irqpilot_core::{
     ApplyError, Gap, GapReason, Irq, IrqNum, Machine, NamingScheme, QueueKind, Trigger,
 };
 use std::collections::BTreeMap;
 
 /// The interface behind a NIC queue IRQ, when it can be told.
+/// The bound driver of the PCI device behind `irq`.
+fn driver_of(machine: &Machine, irq: IrqNum) -> Option<&str> {
+    let addr = machine.irqs.get(&irq)?.device.as_ref()?;
+    machine.devices.get(addr)?.driver.as_deref()
+}
+
 pub fn netdev_of(machine: &Machine, irq: &Irq) -> Option<String> {
     let q = irq.queue.as_ref()?;
     let dev_net = irq
@@ -190,6 +196,7 @@ pub fn read_moderation(
                         rx_usecs: c.rx_coalesce_usecs,
                         rx_max_frames: c.rx_max_coalesced_frames,
                         adaptive_rx: c.use_adaptive_rx_coalesce != 0,
+                        min_usecs: min_coalesce_usecs(driver_of(machine, irq)),
                     });
                 }
                 Err(e) => {

@@ -82,6 +82,7 @@ fn nic(device: &str, queue: u32, per_queue: bool, rx_usecs: u32) -> Knob {
         rx_usecs,
         rx_max_frames: 32,
         adaptive_rx: true,
+        min_usecs: 1,
     }
 }
 

@@ -118,6 +118,7 @@ pub fn knob_summary(k: &Knob) -> String {
             rx_usecs,
             rx_max_frames,
             adaptive_rx,
+            min_usecs,
         } => {
             let scope = if *per_queue {
                 format!("queue {queue}")
@@ -125,8 +126,14 @@ pub fn knob_summary(k: &Knob) -> String {
                 "device-wide".into()
             };
             let onoff = if *adaptive_rx { "on" } else { "off" };
+            // Only worth saying where it constrains the moderator (Intel's ITR drivers).
+            let floor = if *min_usecs > 1 {
+                format!(" (least rx-usecs {min_usecs})")
+            } else {
+                String::new()
+            };
             format!(
-                "{device} {scope}: rx-usecs {rx_usecs} rx-frames {rx_max_frames} adaptive-rx {onoff}"
+                "{device} {scope}: rx-usecs {rx_usecs} rx-frames {rx_max_frames} adaptive-rx {onoff}{floor}"
             )
         }
         Knob::NvmeController {
