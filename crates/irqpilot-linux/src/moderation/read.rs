@@ -26,13 +26,13 @@ use irqpilot_core::{
 };
 use std::collections::BTreeMap;
 
-/// The interface behind a NIC queue IRQ, when it can be told.
 /// The bound driver of the PCI device behind `irq`.
 fn driver_of(machine: &Machine, irq: IrqNum) -> Option<&str> {
     let addr = machine.irqs.get(&irq)?.device.as_ref()?;
     machine.devices.get(addr)?.driver.as_deref()
 }
 
+/// The interface behind a NIC queue IRQ, when it can be told.
 pub fn netdev_of(machine: &Machine, irq: &Irq) -> Option<String> {
     let q = irq.queue.as_ref()?;
     let dev_net = irq
