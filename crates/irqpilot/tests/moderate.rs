@@ -421,12 +421,10 @@ fn daemon_runs_moderation_next_to_placement() {
     assert_eq!(read(&root, "proc/irq/39/soft_moderation"), "0\n");
 }
 
-/// A driver without frame counts (e1000: `rx-usecs` only) reads `rx-frames 0` after every set.
-/// The moderator must not take that as a difference and send the same delay again each period
-/// (a refused set, the retries and a rewrite every 10 ms).
-#[test]
-fn a_driver_without_frame_counts_is_not_rewritten_every_period() {
-    let (_dir, root) = copy_of_firecracker();
+/// eth0 as an e1000 behind the emulated ethtool: device-wide coalescing, `rx-usecs` its only
+/// field (`supported_coalesce_params` = usecs), 3 (dynamic conservative mode) to begin with;
+/// its IRQ fires `rate` times a second.
+fn e1000_like(root: &Path, rate: f64) -> (FakeEthtool, Ticking) {
     let e1000 = EthtoolCoalesce {
         rx_coalesce_usecs: 3,
         ..Default::default()
@@ -445,12 +443,22 @@ fn a_driver_without_frame_counts_is_not_rewritten_every_period() {
         ethtool: Some(Box::new(eth.clone())),
         nvme: Box::new(FakeNvme::default()),
     };
-    let mut p = Ticking {
-        inner: LinuxPlatform::with_root(&root).with_moderation_io(io),
-        root: root.clone(),
-        rate: 2_000_000.0,
+    let p = Ticking {
+        inner: LinuxPlatform::with_root(root).with_moderation_io(io),
+        root: root.to_path_buf(),
+        rate,
         now_ns: 1_000_000_000,
     };
+    (eth, p)
+}
+
+/// A driver without frame counts (e1000: `rx-usecs` only) reads `rx-frames 0` after every set.
+/// The moderator must not take that as a difference and send the same delay again each period
+/// (a refused set, the retries and a rewrite every 10 ms).
+#[test]
+fn a_driver_without_frame_counts_is_not_rewritten_every_period() {
+    let (_dir, root) = copy_of_firecracker();
+    let (eth, mut p) = e1000_like(&root, 2_000_000.0);
     let mut global = GlobalModerator::new(GlobalModerationConfig::default());
     let (mut sets, mut repeats) = (0, 0);
     for _ in 0..30 {
@@ -486,31 +494,8 @@ fn small_delays_on_an_itr_driver_are_its_least_real_time() {
     let link = root.join("sys/bus/pci/devices/0000:00:03.0/driver");
     std::fs::remove_file(&link).unwrap();
     std::os::unix::fs::symlink("../../../bus/pci/drivers/e1000", &link).unwrap();
-    let e1000 = EthtoolCoalesce {
-        rx_coalesce_usecs: 3,
-        ..Default::default()
-    };
-    let eth = FakeEthtool::new([(
-        "eth0".to_string(),
-        FakeNic {
-            coalesce: true,
-            device: e1000,
-            queues: None,
-            supported: Some(1),
-            ..Default::default()
-        },
-    )]);
-    let io = ModerationIo {
-        ethtool: Some(Box::new(eth.clone())),
-        nvme: Box::new(FakeNvme::default()),
-    };
-    let mut p = Ticking {
-        inner: LinuxPlatform::with_root(&root).with_moderation_io(io),
-        root: root.clone(),
-        // Just above the target: the moderator wants a delay of a few microseconds.
-        rate: 1_050_000.0,
-        now_ns: 1_000_000_000,
-    };
+    // Just above the target: the moderator wants a delay of a few microseconds.
+    let (eth, mut p) = e1000_like(&root, 1_050_000.0);
     let m = p.machine().unwrap();
     assert_eq!(
         report_knob(&m),
