@@ -46,47 +46,8 @@ const NOT_EXACT: &[(&str, &str)] = &[
 
 // ---- allocation counting (for the re-parse test) -------------------------------------------
 
-mod counting {
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-
-    thread_local! {
-        // Per thread, so tests running in parallel do not count each other's allocations.
-        static ALLOCS: Cell<u64> = const { Cell::new(0) };
-    }
-
-    pub struct Counting;
-
-    fn count() {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-    }
-
-    // SAFETY: every call is forwarded unchanged to the system allocator.
-    unsafe impl GlobalAlloc for Counting {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            count();
-            unsafe { System.alloc(layout) }
-        }
-        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-            count();
-            unsafe { System.alloc_zeroed(layout) }
-        }
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            count();
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            unsafe { System.dealloc(ptr, layout) }
-        }
-    }
-
-    /// Allocations this thread made while running `f`.
-    pub fn allocations(f: impl FnOnce()) -> u64 {
-        let before = ALLOCS.with(Cell::get);
-        f();
-        ALLOCS.with(Cell::get) - before
-    }
-}
+#[path = "common/counting.rs"]
+mod counting;
 
 #[global_allocator]
 static GLOBAL: counting::Counting = counting::Counting;
@@ -652,7 +613,7 @@ fn reparse_and_rerender_do_not_allocate() {
             parse_interrupts_into(text, &mut table).unwrap();
         }
         render_interrupts_into(&table, &mut out);
-        let n = counting::allocations(|| {
+        let (n, ()) = counting::allocations(|| {
             parse_interrupts_into(text, &mut table).unwrap();
             render_interrupts_into(&table, &mut out);
         });
