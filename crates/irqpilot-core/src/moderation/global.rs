@@ -577,6 +577,85 @@ mod tests {
         assert!((used - 100.0).abs() < 1e-9, "{f} {used}");
     }
 
+    /// A machine with one NIC queue IRQ (40, on CPU 0) whose knob is `knob`, and rates giving it
+    /// `per_sec` interrupts/s over 10 ms.
+    fn one_queue(knob: Knob) -> Machine {
+        let mut m = Machine::default();
+        let mut irq = crate::irq::Irq::new(IrqNum(40));
+        irq.effective = Some(crate::cpuset::CpuSet::single(crate::ids::CpuId(0)));
+        irq.queue = crate::queue::recognise("eth0-TxRx-0");
+        m.irqs.insert(irq.irq, irq);
+        m.moderation.knobs.insert(IrqNum(40), knob);
+        m
+    }
+
+    fn rates(per_sec: f64) -> crate::rates::Rates {
+        crate::rates::Rates {
+            interval_ns: 10_000_000,
+            rows: vec![crate::rates::RowRate {
+                label: RowLabel::Irq(IrqNum(40)),
+                per_cpu_per_sec: vec![per_sec],
+                total_per_sec: per_sec,
+                status: crate::rates::RowStatus::Continuing,
+                wraps: 0,
+            }],
+            ..Default::default()
+        }
+    }
+
+    /// Cause 3 of issue 10: capping sets tx-usecs, tx-frames and adaptive-tx too, so letting go
+    /// must give those back as well, not only the RX side.
+    #[test]
+    fn letting_go_restores_tx_as_well_as_rx() {
+        let original = Knob::NicQueue {
+            device: "eth0".into(),
+            queue: 0,
+            per_queue: true,
+            rx_usecs: 3,
+            rx_max_frames: 32,
+            adaptive_rx: false,
+            min_usecs: 1,
+        };
+        let mut g = GlobalModerator::new(GlobalModerationConfig::default());
+        let mut m = one_queue(original.clone());
+        let mut knob = original.clone();
+        let mut last_restore = None;
+        for period in 0..200 {
+            let r = rates(if period < 20 { 2_000_000.0 } else { 10_000.0 });
+            let plan = g.decide(&PolicyInput {
+                machine: &m,
+                rates: Some(&r),
+                now: crate::ids::MonoNs(period * 10_000_000),
+            });
+            for a in &plan.actions {
+                if let Action::SetCoalesce { params, .. } = a {
+                    if let Knob::NicQueue {
+                        rx_usecs,
+                        rx_max_frames,
+                        adaptive_rx,
+                        ..
+                    } = &mut knob
+                    {
+                        *rx_usecs = params.rx_usecs.unwrap_or(*rx_usecs);
+                        *rx_max_frames = params.rx_max_frames.unwrap_or(*rx_max_frames);
+                        *adaptive_rx = params.use_adaptive_rx.unwrap_or(*adaptive_rx);
+                    }
+                    if period >= 20 {
+                        last_restore = Some(params.clone());
+                    }
+                }
+            }
+            m.moderation.knobs.insert(IrqNum(40), knob.clone());
+        }
+        let p = last_restore.expect("the moderator let go of the queue");
+        assert_eq!(p.rx_usecs, Some(3));
+        assert!(
+            p.tx_usecs.is_some() && p.tx_max_frames.is_some() && p.use_adaptive_tx.is_some(),
+            "TX not restored: {}",
+            p.describe()
+        );
+    }
+
     #[test]
     fn nvme_mapping() {
         assert_eq!(nvme_setting(None, 100), (0, 1));
