@@ -298,6 +298,12 @@ pub(crate) struct Drive {
     pub dma_free: SimTime,
     /// Media latency jitter.
     pub rng: crate::rng::Stream,
+    /// Reads completed (`/proc/diskstats` field 1).
+    pub ios: u64,
+    /// Their submission-to-reap time together, ns (fields 4 and 11 count it in ms).
+    pub io_ns: u64,
+    /// Reads submitted and not yet reaped (field 9).
+    pub in_flight: u64,
 }
 
 /// One NVMe I/O queue with its vector.

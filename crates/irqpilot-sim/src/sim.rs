@@ -172,6 +172,9 @@ impl Sim {
                     block_bytes,
                     dma_free: SimTime::ZERO,
                     rng: Stream::new(sc.seed, &format!("drive.{}{d}", g.name)),
+                    ios: 0,
+                    io_ns: 0,
+                    in_flight: 0,
                 });
                 for i in 0..g.queues_per_drive {
                     let src = srcs.len() as u32;
@@ -494,9 +497,14 @@ impl Sim {
                 self.vq[q as usize]
                     .cq
                     .consume(n, |b, taken| lat.push((now.since(SimTime(b.aux)), taken)));
+                let di = self.vq[q as usize].drive as usize;
                 for &(ns, taken) in &lat {
                     self.m.record_latency(ns, taken as u64);
+                    self.drives[di].io_ns += ns * taken as u64;
                 }
+                let d = &mut self.drives[di];
+                d.ios += n;
+                d.in_flight = d.in_flight.saturating_sub(n);
                 lat.clear();
                 self.scratch_lat = lat;
                 self.vq[q as usize].completed += n;

@@ -9,7 +9,7 @@ use crate::sim::Sim;
 use crate::time::SimTime;
 use irqpilot_core::moderation::knobs::{Knob, SoftModeration, SoftModerationForm};
 use irqpilot_core::{
-    Action, ApplyError, ApplyReport, CpuId, CpuSet, CpuTicks, InterruptTable, Irq, IrqNum, Machine,
+    Action, ApplyError, ApplyReport, CpuId, CpuSet, CpuTicks, DiskCounters, NetDevCounters, InterruptTable, Irq, IrqNum, Machine,
     MonoNs, NodeId, Outcome, PciAddr, PciDevice, Plan, Platform, PlatformError, ProcStat, RowLabel,
     Snapshot, SoftirqTable, Trigger,
 };
@@ -290,6 +290,42 @@ impl Sim {
             })
             .collect();
         snap.softirqs = Some(SoftirqTable { cpus, rows });
+        self.device_counters_into(snap);
+    }
+
+    /// `/proc/net/dev` and `/proc/diskstats` of the simulated machine: per NIC the packets and
+    /// bytes its queues completed, per drive (namespace `<drive>n1`) the reads reaped and their
+    /// time. What a moderator may judge its work by, exactly as on Linux.
+    fn device_counters_into(&self, snap: &mut Snapshot) {
+        let net = snap.net.get_or_insert_with(Vec::new);
+        net.resize_with(self.nics.len(), NetDevCounters::default);
+        for (i, n) in self.nics.iter().enumerate() {
+            let mut f = [0u64; 16];
+            for q in &self.nq[n.first_q as usize..(n.first_q + n.queues) as usize] {
+                f[0] += q.rx_bytes;
+                f[1] += q.rx_pkts;
+                f[8] += q.tx_bytes;
+                f[9] += q.tx_pkts;
+            }
+            f[3] = n.dropped;
+            let slot = &mut net[i];
+            slot.name.clone_from(&n.name);
+            slot.fields = f;
+        }
+        let disks = snap.disks.get_or_insert_with(Vec::new);
+        disks.resize_with(self.drives.len(), DiskCounters::default);
+        for (i, d) in self.drives.iter().enumerate() {
+            let slot = &mut disks[i];
+            slot.major = 259;
+            slot.minor = i as u32;
+            slot.name.clear();
+            slot.name.push_str(&d.name);
+            slot.name.push_str("n1");
+            let ms = d.io_ns / 1_000_000;
+            let sectors = d.ios * (d.block_bytes as u64 / 512);
+            slot.fields = [d.ios, 0, sectors, ms, 0, 0, 0, 0, d.in_flight, ms, ms];
+            slot.rest.clear();
+        }
     }
 
     /// Applies one action; `Ok(true)` if something changed.

@@ -468,6 +468,7 @@ impl Sim {
         let di = self.vq[qi].drive as usize;
         let eff = self.plat.efficiency(self.now);
         let d = &mut self.drives[di];
+        d.in_flight += n as u64;
         let jitter = 0.9 + 0.2 * d.rng.unit();
         let media = t.after((d.latency_ns as f64 * jitter) as u64);
         let per_io = d.block_ns / eff;
