@@ -314,6 +314,14 @@ pub(crate) struct NvmeQueue {
     pub src: u32,
     pub cq: Cq,
     pub completed: u64,
+    /// The fio workload issuing on this queue.
+    pub wl: Option<u16>,
+    /// Least gap between two submissions (fio `rate_iops` of the queue's jobs), ns; 0 = none.
+    pub gap_ns: u64,
+    /// When the next submission may go out under that rate.
+    pub next_submit: SimTime,
+    /// When the jobs stop issuing, ns.
+    pub stop_ns: u64,
 }
 
 /// A bulk flow.
@@ -340,6 +348,8 @@ pub(crate) struct BulkParams {
     pub rtt_ns: u64,
     /// Mean extra network delay per chunk, ns.
     pub jitter_ns: f64,
+    /// When the senders stop, ns.
+    pub stop_ns: u64,
 }
 
 /// Per-workload state.
@@ -357,6 +367,10 @@ pub(crate) struct WlState {
     /// Requests completed per RPC client (fairness between clients).
     pub done: Vec<u64>,
 }
+
+/// Set in the id of a latency-probe request (ids of real requests stay below it), so the
+/// stack answers it instead of crediting it to a bulk flow.
+pub(crate) const PROBE_BIT: u32 = 1 << 23;
 
 /// Scenario-derived handle so `sim.rs` can look up workload parameters quickly.
 pub(crate) fn nic_index(sc: &Scenario, name: &str) -> Option<usize> {

@@ -204,6 +204,10 @@ impl Sim {
                         src,
                         cq: Cq::new(65_536),
                         completed: 0,
+                        wl: None,
+                        gap_ns: 0,
+                        next_submit: SimTime::ZERO,
+                        stop_ns: u64::MAX,
                     });
                 }
             }
@@ -498,8 +502,9 @@ impl Sim {
                     .cq
                     .consume(n, |b, taken| lat.push((now.since(SimTime(b.aux)), taken)));
                 let di = self.vq[q as usize].drive as usize;
+                let wl = self.vq[q as usize].wl;
                 for &(ns, taken) in &lat {
-                    self.m.record_latency(ns, taken as u64);
+                    self.m.record_latency(ns, taken as u64, wl);
                     self.drives[di].io_ns += ns * taken as u64;
                 }
                 let d = &mut self.drives[di];
@@ -658,7 +663,7 @@ impl Sim {
             let wl = (tag >> 24) as u16;
             let id = tag & 0x00ff_ffff;
             match self.sc.workload.get(wl as usize) {
-                Some(WorkloadCfg::Bulk { .. }) => {
+                Some(WorkloadCfg::Bulk { .. }) if id & PROBE_BIT == 0 => {
                     acks += 1;
                     self.flow_consumed(wl, id, sent)
                 }
@@ -808,7 +813,7 @@ impl Sim {
                     client,
                     sent,
                 } => self.respond(wl, q, client, sent),
-                AppWork::Resubmit { q, n } => self.nvme_submit(q, n),
+                AppWork::Resubmit { q, n } => self.nvme_resubmit(q, n),
             }
         }
         if self.cpus[cpu].app.is_none() {
@@ -823,6 +828,7 @@ impl Sim {
         self.migrations_at_warmup = self.migrations;
         self.m.base = self.m.c.clone();
         self.m.base_src_irqs = self.srcs.iter().map(|s| s.irqs).collect();
+        self.m.base_queue_work = self.queue_work();
         self.m.base_cpu = self
             .cpus
             .iter()
@@ -831,17 +837,33 @@ impl Sim {
         self.m.last_sample = (self.now, self.m.c.clone());
     }
 
-    /// Work done so far by each unit of equal demand: every bulk flow (bytes delivered), every
-    /// RPC client (requests completed), every NVMe queue (I/Os completed; fio gives each queue
-    /// the same depth).
-    pub(crate) fn queue_work(&self) -> Vec<u64> {
-        let mut v: Vec<u64> = Vec::new();
-        for w in &self.wls {
-            v.extend(w.flows.iter().map(|f| f.delivered));
-            v.extend(w.done.iter().copied());
-        }
-        v.extend(self.vq.iter().map(|q| q.completed));
-        v
+    /// Work done so far by each unit of equal demand, per workload: every bulk flow (bytes
+    /// delivered), every bulk-transmit queue (bytes sent), every RPC client (transactions),
+    /// every NVMe queue of a fio workload (I/Os completed; its jobs give each queue the same
+    /// depth).
+    pub(crate) fn queue_work(&self) -> Vec<Vec<u64>> {
+        self.wls
+            .iter()
+            .enumerate()
+            .map(|(wi, w)| match &self.sc.workload[wi] {
+                WorkloadCfg::Bulk { .. } => w.flows.iter().map(|f| f.delivered).collect(),
+                WorkloadCfg::BulkTx { nic, .. } => self
+                    .nq
+                    .iter()
+                    .filter(|q| self.nics[q.nic as usize].name == *nic)
+                    .map(|q| q.tx_bytes)
+                    .collect(),
+                WorkloadCfg::Rpc { .. } => w.done.clone(),
+                // Open-loop requests are not units of demand of their own.
+                WorkloadCfg::Poisson { .. } => Vec::new(),
+                WorkloadCfg::Fio { .. } => self
+                    .vq
+                    .iter()
+                    .filter(|q| q.wl == Some(wi as u16))
+                    .map(|q| q.completed)
+                    .collect(),
+            })
+            .collect()
     }
 
     fn on_sample(&mut self) {

@@ -207,7 +207,12 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
         let moves = step.plans.iter().map(|(_, p)| p.actions.len()).sum();
         for (name, plan) in &step.plans {
             for n in &plan.notes {
-                tracing::info!(policy = *name, note = n.as_str(), "decided");
+                // A target the latency ceiling cannot reach is the operator's to resolve.
+                if n.contains("unreachable") {
+                    tracing::warn!(policy = *name, note = n.as_str(), "decided");
+                } else {
+                    tracing::info!(policy = *name, note = n.as_str(), "decided");
+                }
             }
         }
         for o in &step.applied.outcomes {

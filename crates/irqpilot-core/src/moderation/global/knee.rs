@@ -27,10 +27,10 @@ use std::collections::BTreeMap;
 
 /// Periods the fast loop gets to reach a new target before measuring; longer while it has not
 /// settled, up to `SETTLE_MAX`.
-const SETTLE: u32 = 4;
-const SETTLE_MAX: u32 = 20;
+const SETTLE: u32 = 3;
+const SETTLE_MAX: u32 = 12;
 /// Periods measured per baseline or probe.
-const MEASURE: u32 = 8;
+const MEASURE: u32 = 6;
 /// First step of a search (relative).
 const FIRST_STEP: f64 = 0.15;
 /// Step of a periodic check from a parked state.
@@ -38,10 +38,13 @@ const RECHECK_STEP: f64 = 0.05;
 /// Smallest step; an undone step up halves down to this, then the search parks.
 const MIN_STEP: f64 = 0.04;
 /// Largest step.
-const MAX_STEP: f64 = 0.5;
+const MAX_STEP: f64 = 1.0;
+/// A step up whose work falls this far below the baseline within its first periods is undone
+/// at once: a probe into the platform's collapse should not last the whole window.
+const EARLY_LOSS: f64 = 0.05;
 /// Targets stay at most this fraction of the lowest rate found to cost completions: the loss
 /// shows only past the knee, and bursts above a mean held just under it cross it.
-const MARGIN: f64 = 0.8;
+const MARGIN: f64 = 0.7;
 /// A probe during which the interrupt rate rose this far above its target was not held: the
 /// platform was collapsing under it (a worse result, whatever the work says).
 const UNHELD: f64 = 1.3;
@@ -123,6 +126,19 @@ impl Acc {
 
     fn total(&self) -> f64 {
         self.devices.values().map(|(n, s, ..)| s / n).sum()
+    }
+
+    fn samples(&self) -> f64 {
+        self.devices.values().map(|d| d.0).fold(0.0, f64::max)
+    }
+}
+
+impl Summary {
+    /// Mean work per period over every device, and its per-period standard deviation.
+    fn total_and_sd(&self) -> (f64, f64) {
+        let mean = self.devices.values().map(|d| d.0).sum();
+        let var: f64 = self.devices.values().map(|d| d.1).sum();
+        (mean, var.sqrt())
     }
 }
 
@@ -210,6 +226,10 @@ pub(crate) struct KneeFinder {
     parked_work: Option<f64>,
     /// A search was interrupted (the fast loop stopped holding): resume it, not a new one.
     interrupted: bool,
+    /// Consecutive parked periods in which the rate ran away above the target.
+    unheld: u32,
+    /// Consecutive periods of a baseline in which the target held nothing back.
+    loose: u32,
     /// What the last decision was, for the plan's notes.
     last: Option<String>,
 }
@@ -231,6 +251,8 @@ impl KneeFinder {
             too_high: f64::INFINITY,
             parked_work: None,
             interrupted: false,
+            unheld: 0,
+            loose: 0,
             last: None,
         }
     }
@@ -312,9 +334,62 @@ impl KneeFinder {
             return;
         }
         let work: f64 = obs.work.iter().map(|(_, w, _)| w).sum();
+        // A baseline is given up only when the target held nothing back for a few periods in a
+        // row: a rate hovering at the target is still the target's doing.
+        self.loose = if obs.binding { 0 } else { self.loose + 1 };
+        let lost = self.loose >= 3;
         let phase = std::mem::replace(&mut self.phase, Phase::Parked);
+        // A step up that the platform does not hold is undone without waiting for the window.
+        let early = match &phase {
+            Phase::Settle {
+                probe: Some(p), ..
+            } if p.dir == Dir::Up => {
+                let (base, sd) = p.base.total_and_sd();
+                let loss = (work - base) / base.max(1e-9);
+                let bar = (2.0 * EARLY_LOSS).max(Z * sd / base.max(1e-9));
+                (loss < -bar || obs.rate > UNHELD * self.target).then_some(loss)
+            }
+            Phase::Measure {
+                acc,
+                probe: Some(p),
+                ..
+            } if p.dir == Dir::Up && acc.samples() >= 2.0 => {
+                let (base, sd) = p.base.total_and_sd();
+                let loss = (acc.total() - base) / base.max(1e-9);
+                let bar = EARLY_LOSS.max(Z * sd / (base.max(1e-9) * acc.samples().sqrt()));
+                (loss < -bar || obs.rate > UNHELD * self.target).then_some(loss)
+            }
+            _ => None,
+        };
+        if let Some(loss) = early {
+            if let Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. } =
+                phase
+            {
+                self.reject_up(p, work, loss * 100.0, "not held");
+            }
+            return;
+        }
         self.phase = match phase {
             Phase::Parked => {
+                // Parked above the knee (the load grew, the knee moved): the rate runs away
+                // from a target the fast loop holds everywhere else. Step down at once.
+                self.unheld = if obs.binding && obs.rate > UNHELD * self.target {
+                    self.unheld + 1
+                } else {
+                    0
+                };
+                if self.unheld >= 3 {
+                    self.unheld = 0;
+                    let to = self.target;
+                    self.too_high = self.too_high.min(to);
+                    self.target = (to * MARGIN).max(self.floor);
+                    self.last = Some(format!(
+                        "knee search: the rate ran away above {to:.0}/s: target {:.0}/s",
+                        self.target
+                    ));
+                    self.phase = Phase::Parked;
+                    return;
+                }
                 let load_changed = self
                     .parked_work
                     .is_some_and(|p| p > 0.0 && ((work - p) / p).abs() > LOAD_CHANGE);
@@ -357,7 +432,7 @@ impl KneeFinder {
                 probe,
             },
             Phase::Settle { probe, .. } => {
-                if probe.is_none() && !obs.binding {
+                if probe.is_none() && lost {
                     self.abort(work);
                     return;
                 }
@@ -370,7 +445,7 @@ impl KneeFinder {
                 }
             }
             Phase::Measure { left, mut acc, probe } => {
-                if probe.is_none() && !obs.binding {
+                if probe.is_none() && lost {
                     self.abort(work);
                     return;
                 }
@@ -399,10 +474,39 @@ impl KneeFinder {
         };
     }
 
+    /// Undoes a step up: the knee is below it.
+    fn reject_up(&mut self, p: Probe, work: f64, pct: f64, why: &str) {
+        let to = self.target;
+        self.too_high = self.too_high.min(to);
+        self.target = p.from.min(self.too_high * MARGIN).max(self.floor);
+        self.last = Some(format!(
+            "knee search: {to:.0}/s {why} (work {pct:+.1}%): back to {:.0}/s",
+            self.target
+        ));
+        self.step /= 2.0;
+        if self.climbed && self.step < MIN_STEP {
+            self.park(work);
+        } else {
+            // Refine upwards with half the step, or, when no step up was ever kept, look
+            // below. Either way a fresh baseline at the restored target first.
+            if !self.climbed {
+                self.step = self.step.max(RECHECK_STEP);
+                self.next_dir = Dir::Down;
+            }
+            self.phase = Phase::Settle {
+                left: SETTLE,
+                waited: 0,
+                probe: None,
+            };
+        }
+    }
+
     fn conclude(&mut self, p: Probe, probe: Summary, work: f64, binding: bool) {
         let (mut verdict, score) = compare(&p.base, &probe);
         let (from, to) = (p.from, self.target);
-        if p.dir == Dir::Up && probe.max_rate > UNHELD * to {
+        // Up is the risky direction (towards the cliff): any loss beyond the least effect
+        // undoes it, significant or not; so does a rate the fast loop could not hold.
+        if p.dir == Dir::Up && (probe.max_rate > UNHELD * to || score < -MIN_EFFECT) {
             verdict = Verdict::Worse;
         }
         let pct = score * 100.0;
@@ -420,30 +524,7 @@ impl KneeFinder {
                     self.park(work);
                 }
             }
-            (Dir::Up, Verdict::Worse) => {
-                self.too_high = self.too_high.min(to);
-                self.target = from.min(self.too_high * MARGIN).max(self.floor);
-                self.last = Some(format!(
-                    "knee search: {to:.0}/s cost completions ({pct:+.1}%): back to {:.0}/s",
-                    self.target
-                ));
-                self.step /= 2.0;
-                if self.climbed && self.step < MIN_STEP {
-                    self.park(work);
-                } else {
-                    // Refine upwards with half the step, or, when no step up was ever kept,
-                    // look below. Either way a fresh baseline at the restored target first.
-                    if !self.climbed {
-                        self.step = self.step.max(RECHECK_STEP);
-                        self.next_dir = Dir::Down;
-                    }
-                    self.phase = Phase::Settle {
-                        left: SETTLE,
-                        waited: 0,
-                        probe: None,
-                    };
-                }
-            }
+            (Dir::Up, Verdict::Worse) => self.reject_up(p, work, pct, "cost completions"),
             (Dir::Down, Verdict::Better) => {
                 self.too_high = self.too_high.min(from);
                 self.last = Some(format!(

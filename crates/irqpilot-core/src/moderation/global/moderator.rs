@@ -84,7 +84,21 @@ pub struct GlobalModerator {
     sent: BTreeMap<IrqNum, Sent>,
     /// The last "unreachable" note, said again only when it changes.
     unreachable: Option<String>,
+    /// Periods decided so far.
+    period: u64,
+    /// Per NIC queue: when its programmed delay last stepped down, and from what.
+    relaxed: BTreeMap<IrqNum, (u64, u32)>,
+    /// Per NIC queue: the least programmed delay found to hold the target (a step below it
+    /// went over), when that was found, and the interface's packets/s then. Whole
+    /// microseconds are a coarse grid at small delays (2 -> 3 us is a third fewer
+    /// interrupts): without this floor the loop would cycle between two grid points.
+    floor: BTreeMap<IrqNum, (u32, u64, f64)>,
 }
+
+/// Periods a learned delay floor lasts (5 s at 10 ms), and the change of an interface's packet
+/// rate that voids it sooner.
+const FLOOR_PERIODS: u64 = 500;
+const FLOOR_RESET: f64 = 0.25;
 
 impl GlobalModerator {
     /// A moderator with these parameters.
@@ -104,6 +118,9 @@ impl GlobalModerator {
             original_nvme: BTreeMap::new(),
             sent: BTreeMap::new(),
             unreachable: None,
+            period: 0,
+            relaxed: BTreeMap::new(),
+            floor: BTreeMap::new(),
         }
     }
 
@@ -160,6 +177,8 @@ impl GlobalModerator {
         let Some(rates) = input.rates else {
             return notes;
         };
+        self.period += 1;
+        let period = self.period;
         let m = input.machine;
         let knobs = &m.moderation.knobs;
         let w = self.cfg.smoothing.clamp(0.01, 1.0);
@@ -198,6 +217,10 @@ impl GlobalModerator {
 
         let target = self.target_intr_rate();
         let reaim = (target - self.last_target).abs() > 1e-9 * target;
+        if target > self.last_target {
+            // Floors were learned against the lower target.
+            self.floor.clear();
+        }
         self.last_target = target;
         let h = self.cfg.hysteresis;
         // Aim at the middle of the hysteresis band, not its edge, so a correction lands where
@@ -283,24 +306,50 @@ impl GlobalModerator {
                         *nvme_active.entry(controller.clone()).or_default() += 1;
                     }
                 }
-                Some(Knob::NicQueue { device, .. }) => {
+                Some(Knob::NicQueue {
+                    device, min_usecs, ..
+                }) => {
                     let cur = self.delay.get(&s.irq).copied().unwrap_or(0.0);
+                    let dev_pps = pps.get(device.as_str()).copied().unwrap_or(0.0);
+                    let prog = |d: f64| if d >= min { programmed_usecs(d, *min_usecs) } else { 0 };
+                    let capped = s.allowance.is_some_and(|a| a < s.rate);
+                    if capped {
+                        if let Some(&(at, before)) = self.relaxed.get(&s.irq) {
+                            if period - at <= 10 {
+                                self.floor.insert(s.irq, (before, period, dev_pps));
+                            }
+                        }
+                    }
+                    if let Some(&(_, at, p)) = self.floor.get(&s.irq) {
+                        let moved = p > 0.0 && ((dev_pps - p) / p).abs() > FLOOR_RESET;
+                        if period - at > FLOOR_PERIODS || moved {
+                            self.floor.remove(&s.irq);
+                        }
+                    }
+                    let floor = self.floor.get(&s.irq).map_or(0.0, |f| f.0 as f64);
+                    // A holdoff of `d` spaces a queue's interrupts at least `d` apart beyond
+                    // its own gaps: rate ~ 1 / (1/r0 + d). Moving from rate `r` to `a` takes
+                    // `d + 1/a - 1/r` (at large delays the same as `d * r / a`).
+                    let towards = |a: f64| cur + 1e6 * (1.0 / a - 1.0 / s.rate.max(1.0));
                     let next = match s.allowance {
                         Some(a) if a > 0.0 && a < s.rate => {
-                            let scaled = if cur > 0.0 { cur * s.rate / a } else { 1e6 / a };
-                            scaled.max(cur).max(min).min(ceiling)
+                            towards(a).max(cur).max(min).min(ceiling)
                         }
                         Some(a) if a <= 0.0 => ceiling,
                         _ if reaim && cur > 0.0 && device_total > 0.0 && device_total < aim => {
                             // The target rose: let every held queue up in proportion at once.
-                            cur * device_total / aim
+                            towards(s.rate * aim / device_total)
+                                .max(0.0)
+                                .max(floor.min(cur))
                         }
-                        _ if relax => cur * (1.0 - self.cfg.relax),
+                        _ if relax => (cur * (1.0 - self.cfg.relax)).max(floor.min(cur)),
                         _ => cur.min(ceiling),
                     };
+                    if !capped && prog(next) < prog(cur) {
+                        self.relaxed.insert(s.irq, (period, prog(cur)));
+                    }
                     if next >= min {
                         self.delay.insert(s.irq, next);
-                        let dev_pps = pps.get(device.as_str()).copied().unwrap_or(0.0);
                         let share = s.rate / dev_rate.get(device.as_str()).copied().unwrap_or(1.0).max(1.0);
                         let frames = (1.25 * next * dev_pps * share / 1e6).ceil();
                         let frames = (frames.max(0.0) as u32).clamp(self.cfg.rx_frames.min(MAX_FRAMES), MAX_FRAMES);
@@ -334,7 +383,8 @@ impl GlobalModerator {
             c.in_flight_per_vector = Some(c.in_flight_per_vector.unwrap_or(0.0) + d.in_flight / active);
         }
         let inputs: Vec<CtrlInput> = nvme_in.into_values().collect();
-        notes.extend(self.nvme.update(&inputs, device_total, aim, relax));
+        let raised = reaim && target > self.cfg.min_intr_rate && device_total < aim;
+        notes.extend(self.nvme.update(&inputs, device_total, aim, relax, raised));
 
         // What the devices completed, for the knee search.
         let held = !self.delay.is_empty() || self.nvme.thresholds().any(|(_, t)| t > 1);
@@ -342,8 +392,7 @@ impl GlobalModerator {
             work: Vec::new(),
             rate: device_total,
             settled: device_total <= target * 1.02 && (device_total >= relax_below * 0.98 || !held),
-            binding: device_total >= target * (1.0 - 2.0 * h)
-                && (!self.delay.is_empty() || self.nvme.thresholds().any(|(_, t)| t > 1)),
+            binding: device_total >= target || held,
         };
         for n in &rates.net {
             if let Some(r) = dev_rate.get(n.name.as_str()) {

@@ -96,13 +96,16 @@ impl NvmeGrid {
     }
 
     /// One period. `total` is the device interrupt rate, `aim` where the fast loop wants it,
-    /// `relax` whether the loop is relaxing (under the target's band). Returns notes.
+    /// `relax` whether the loop is relaxing (under the target's band), `raised` whether the
+    /// target just rose (every controller may take its share of the room at once). Returns
+    /// notes.
     pub(crate) fn update(
         &mut self,
         inputs: &[CtrlInput],
         total: f64,
         aim: f64,
         relax: bool,
+        raised: bool,
     ) -> Vec<String> {
         self.period += 1;
         let period = self.period;
@@ -166,6 +169,20 @@ impl NvmeGrid {
                 s.last_change = period;
             }
         }
+        // The target rose: each controller down to what its share of the new aim needs.
+        if raised && total > 0.0 && total < aim {
+            for c in inputs.iter().filter(|c| c.allowance.is_none()) {
+                let (Some(s), Some(w)) = (self.ctrls.get_mut(&c.name), c.completions) else {
+                    continue;
+                };
+                let a = c.rate * aim / total;
+                let need = ((w / a.max(1.0) - 1e-9).ceil() as u16).max(s.floor).max(1);
+                if need < s.t {
+                    s.t = need;
+                    s.last_change = period;
+                }
+            }
+        }
         // Under target: one grid point down where the rate it would make still fits.
         let mut total = total;
         for c in inputs.iter().filter(|c| c.allowance.is_none()) {
@@ -219,15 +236,15 @@ mod tests {
     fn threshold_never_exceeds_the_reads_in_flight() {
         let mut g = NvmeGrid::default();
         // 1 read in flight per vector: no threshold can help without making reads wait.
-        g.update(&[ctrl("nvme0", 1e6, Some(5e5), 1e6, 1.0)], 1e6, 9e5, false);
+        g.update(&[ctrl("nvme0", 1e6, Some(5e5), 1e6, 1.0)], 1e6, 9e5, false, false);
         assert_eq!(g.threshold("nvme0"), 1);
         // 8 in flight: the threshold for half the rate is 2; for a tenth, capped at 6.
-        g.update(&[ctrl("nvme0", 1e6, Some(5e5), 1e6, 8.0)], 1e6, 9e5, false);
+        g.update(&[ctrl("nvme0", 1e6, Some(5e5), 1e6, 8.0)], 1e6, 9e5, false, false);
         assert_eq!(g.threshold("nvme0"), 2);
-        g.update(&[ctrl("nvme0", 1e6, Some(1e5), 1e6, 8.0)], 1e6, 9e5, false);
+        g.update(&[ctrl("nvme0", 1e6, Some(1e5), 1e6, 8.0)], 1e6, 9e5, false, false);
         assert_eq!(g.threshold("nvme0"), 6);
         // The load drops to 2 in flight: the threshold follows at once.
-        g.update(&[ctrl("nvme0", 1e5, None, 1e5, 2.0)], 1e5, 9e5, false);
+        g.update(&[ctrl("nvme0", 1e5, None, 1e5, 2.0)], 1e5, 9e5, false, false);
         assert_eq!(g.threshold("nvme0"), 1);
     }
 
@@ -239,7 +256,7 @@ mod tests {
         let cs: Vec<CtrlInput> = (0..4)
             .map(|i| ctrl(&format!("nvme{i}"), 1e6, Some(4e5), 1e6, 64.0))
             .collect();
-        g.update(&cs, 4e6, 1.5e6, false);
+        g.update(&cs, 4e6, 1.5e6, false, false);
         let ts: Vec<u16> = (0..4).map(|i| g.threshold(&format!("nvme{i}"))).collect();
         let rate: f64 = ts.iter().map(|t| 1e6 / *t as f64).sum();
         assert!(rate <= 1.6e6, "{ts:?} {rate}");
@@ -260,7 +277,7 @@ mod tests {
             let rate = 1e6 / t;
             let allowance = (rate > target).then_some(aim);
             let relax = rate < 0.9 * target;
-            g.update(&[ctrl("nvme0", rate, allowance, 1e6, 32.0)], rate, aim, relax);
+            g.update(&[ctrl("nvme0", rate, allowance, 1e6, 32.0)], rate, aim, relax, false);
             ts.push(g.threshold("nvme0"));
         }
         let changes = ts.windows(2).filter(|w| w[0] != w[1]).count();
@@ -273,7 +290,7 @@ mod tests {
         let mut g = NvmeGrid::default();
         let mut c = ctrl("nvme0", 1e6, Some(5e5), 1e6, 8.0);
         c.in_flight_per_vector = None;
-        let notes = g.update(&[c], 1e6, 9e5, false);
+        let notes = g.update(&[c], 1e6, 9e5, false, false);
         assert_eq!(g.threshold("nvme0"), 1);
         assert!(notes[0].contains("diskstats"), "{notes:?}");
     }
