@@ -91,6 +91,8 @@ pub(crate) enum Ev {
     Sample,
     /// End of warm-up: metrics start counting.
     WarmupEnd,
+    /// The `job`-th fio jobs of NVMe queue `q` may submit a read their rate held back.
+    FioSubmit { q: u32, job: u16 },
 }
 
 /// Work running on a CPU below hardirq level.
@@ -124,7 +126,7 @@ pub(crate) enum AppWork {
         sent: u64,
     },
     /// Reap `n` completed I/Os on NVMe queue `q` and submit `n` new ones.
-    Resubmit { q: u32, n: u32 },
+    Resubmit { q: u32, n: u32, wl: u16 },
 }
 
 /// One logical CPU.
@@ -314,14 +316,23 @@ pub(crate) struct NvmeQueue {
     pub src: u32,
     pub cq: Cq,
     pub completed: u64,
-    /// The fio workload issuing on this queue.
-    pub wl: Option<u16>,
-    /// Least gap between two submissions (fio `rate_iops` of the queue's jobs), ns; 0 = none.
+    /// The fio workloads issuing on this queue.
+    pub jobs: Vec<FioJobs>,
+}
+
+/// One fio workload's jobs on one NVMe queue.
+#[derive(Clone, Debug)]
+pub(crate) struct FioJobs {
+    /// The workload.
+    pub wl: u16,
+    /// Least gap between two submissions (the jobs' `rate_iops`), ns; 0 = none.
     pub gap_ns: u64,
     /// When the next submission may go out under that rate.
     pub next_submit: SimTime,
     /// When the jobs stop issuing, ns.
     pub stop_ns: u64,
+    /// I/Os completed.
+    pub completed: u64,
 }
 
 /// A bulk flow.

@@ -59,7 +59,7 @@ pub struct Sim {
     pub(crate) gsim: crate::gsim::Gsim,
     /// Scratch buffers reused on hot paths.
     scratch_served: Vec<(u32, u64)>,
-    scratch_lat: Vec<(u64, u32)>,
+    scratch_lat: Vec<(u64, u32, u32)>,
 }
 
 fn cpus_of(list: &Option<String>, topo: &Topology) -> Result<Vec<u32>, String> {
@@ -204,10 +204,7 @@ impl Sim {
                         src,
                         cq: Cq::new(65_536),
                         completed: 0,
-                        wl: None,
-                        gap_ns: 0,
-                        next_submit: SimTime::ZERO,
-                        stop_ns: u64::MAX,
+                        jobs: Vec::new(),
                     });
                 }
             }
@@ -319,6 +316,7 @@ impl Sim {
             Ev::GsimTimer { cpu } => self.on_gsim_timer(cpu),
             Ev::Sample => self.on_sample(),
             Ev::WarmupEnd => self.warmup_end(),
+            Ev::FioSubmit { q, job } => self.fio_submit_due(q, job as usize),
         }
     }
 
@@ -498,25 +496,35 @@ impl Sim {
                 src.reap = 0;
                 let now = self.now;
                 let mut lat = std::mem::take(&mut self.scratch_lat);
-                self.vq[q as usize]
-                    .cq
-                    .consume(n, |b, taken| lat.push((now.since(SimTime(b.aux)), taken)));
+                self.vq[q as usize].cq.consume(n, |b, taken| {
+                    lat.push((now.since(SimTime(b.aux)), taken, b.tag));
+                });
                 let di = self.vq[q as usize].drive as usize;
-                let wl = self.vq[q as usize].wl;
-                for &(ns, taken) in &lat {
+                for &(ns, taken, wl) in &lat {
+                    let wl = u16::try_from(wl).ok();
                     self.m.record_latency(ns, taken as u64, wl);
                     self.drives[di].io_ns += ns * taken as u64;
                 }
                 let d = &mut self.drives[di];
                 d.ios += n;
                 d.in_flight = d.in_flight.saturating_sub(n);
-                lat.clear();
-                self.scratch_lat = lat;
                 self.vq[q as usize].completed += n;
                 self.m.c.ios += n;
-                if n > 0 {
-                    self.push_app(cpu as usize, AppWork::Resubmit { q, n: n as u32 });
+                // Each workload's jobs reap and resubmit their own reads.
+                for j in 0..self.vq[q as usize].jobs.len() {
+                    let wl = self.vq[q as usize].jobs[j].wl;
+                    let mine: u32 = lat
+                        .iter()
+                        .filter(|l| l.2 == wl as u32)
+                        .map(|l| l.1)
+                        .sum();
+                    if mine > 0 {
+                        self.vq[q as usize].jobs[j].completed += mine as u64;
+                        self.push_app(cpu as usize, AppWork::Resubmit { q, n: mine, wl });
+                    }
                 }
+                lat.clear();
+                self.scratch_lat = lat;
                 self.rearm(s);
             }
         }
@@ -813,7 +821,7 @@ impl Sim {
                     client,
                     sent,
                 } => self.respond(wl, q, client, sent),
-                AppWork::Resubmit { q, n } => self.nvme_resubmit(q, n),
+                AppWork::Resubmit { q, n, wl } => self.nvme_resubmit(q, n, wl),
             }
         }
         if self.cpus[cpu].app.is_none() {
@@ -859,8 +867,8 @@ impl Sim {
                 WorkloadCfg::Fio { .. } => self
                     .vq
                     .iter()
-                    .filter(|q| q.wl == Some(wi as u16))
-                    .map(|q| q.completed)
+                    .filter_map(|q| q.jobs.iter().find(|j| j.wl as usize == wi))
+                    .map(|j| j.completed)
                     .collect(),
             })
             .collect()

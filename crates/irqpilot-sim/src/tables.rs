@@ -371,8 +371,14 @@ fn moderation(progress: &mut dyn FnMut(&str), machines: usize, seed: u64) -> Res
         );
         let mut results = Vec::new();
         for g in crate::heldout::generate(machines, seed)? {
-            results.push(crate::targets::evaluate(&g)?);
-            progress(&g.scenario.name);
+            let r = crate::targets::evaluate(&g)?;
+            let values: Vec<String> = r
+                .values
+                .iter()
+                .map(|(t, v)| format!("{}={v:.3}", t.name()))
+                .collect();
+            progress(&format!("{} ({}): {}", r.name, r.description, values.join(", ")));
+            results.push(r);
         }
         out.push_str(&crate::targets::markdown(&crate::targets::summarize(&results)));
     }

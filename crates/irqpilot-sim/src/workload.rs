@@ -126,30 +126,33 @@ impl Sim {
                 } => {
                     let qs: Vec<u32> = (0..self.vq.len() as u32)
                         .filter(|&q| {
-                            self.vq[q as usize].wl.is_none()
-                                && self.drives[self.vq[q as usize].drive as usize]
-                                    .name
-                                    .starts_with(&nvme)
+                            self.drives[self.vq[q as usize].drive as usize]
+                                .name
+                                .starts_with(&nvme)
                         })
                         .collect();
                     let stop = self.sc.workload[wi].stop_ns();
                     let per_queue_rate = rate_iops * jobs as f64;
+                    let gap_ns = if positive(per_queue_rate) {
+                        (1e9 / per_queue_rate) as u64
+                    } else {
+                        0
+                    };
                     for q in qs {
-                        let v = &mut self.vq[q as usize];
-                        v.wl = Some(wl);
-                        v.stop_ns = stop;
-                        v.gap_ns = if positive(per_queue_rate) {
-                            (1e9 / per_queue_rate) as u64
-                        } else {
-                            0
-                        };
-                        v.next_submit = SimTime(start);
+                        self.vq[q as usize].jobs.push(FioJobs {
+                            wl,
+                            gap_ns,
+                            next_submit: SimTime(start),
+                            stop_ns: stop,
+                            completed: 0,
+                        });
+                        let j = self.vq[q as usize].jobs.len() - 1;
                         // Start staggered: one I/O at a time over the first media latency.
                         let lat = self.drives[self.vq[q as usize].drive as usize].latency_ns;
-                        let spread = lat.max(self.vq[q as usize].gap_ns).max(1);
+                        let spread = lat.max(gap_ns).max(1);
                         for _ in 0..iodepth.saturating_mul(jobs) {
                             let t = start + self.wls[wi].rng.below(spread);
-                            self.nvme_submit_paced(q, SimTime(t));
+                            self.nvme_submit_paced(q, j, SimTime(t));
                         }
                     }
                 }
@@ -496,37 +499,65 @@ impl Sim {
         }
     }
 
-    /// The application resubmits `n` reads on queue `q` after reaping them: at once, or paced
-    /// by the jobs' `rate_iops`; none once the jobs have stopped.
-    pub(crate) fn nvme_resubmit(&mut self, q: u32, n: u32) {
+    /// Workload `wl`'s jobs resubmit `n` reads on queue `q` after reaping them: at once, or
+    /// paced by their `rate_iops`; none once they have stopped.
+    pub(crate) fn nvme_resubmit(&mut self, q: u32, n: u32, wl: u16) {
         let now = self.now;
-        let v = &self.vq[q as usize];
-        if now.ns() >= v.stop_ns {
+        let Some(j) = self.vq[q as usize].jobs.iter().position(|j| j.wl == wl) else {
+            return;
+        };
+        let jobs = &self.vq[q as usize].jobs[j];
+        if now.ns() >= jobs.stop_ns {
             return;
         }
-        if v.gap_ns == 0 {
-            self.nvme_submit_at(q, n, now);
+        if jobs.gap_ns == 0 {
+            self.nvme_submit_at(q, n, now, wl);
         } else {
             for _ in 0..n {
-                self.nvme_submit_paced(q, now);
+                self.nvme_submit_paced(q, j, now);
             }
         }
     }
 
-    /// One read on queue `q` at `t` or, under a rate limit, when the limit next allows.
-    fn nvme_submit_paced(&mut self, q: u32, t: SimTime) {
-        let v = &mut self.vq[q as usize];
-        let at = t.max(v.next_submit);
-        v.next_submit = at.after(v.gap_ns);
-        if at.ns() < v.stop_ns {
-            self.nvme_submit_at(q, 1, at);
+    /// One read of the `j`-th jobs of queue `q` at `t` or, under a rate limit, when the limit
+    /// next allows. A read due later waits for its time as an event: submitted ahead, it would
+    /// hold the drive's DMA for everyone's reads until then.
+    fn nvme_submit_paced(&mut self, q: u32, j: usize, t: SimTime) {
+        let jobs = &mut self.vq[q as usize].jobs[j];
+        let at = t.max(jobs.next_submit);
+        jobs.next_submit = at.after(jobs.gap_ns);
+        if at.ns() >= jobs.stop_ns {
+            return;
+        }
+        if at > self.now {
+            self.events.push(
+                at,
+                Ev::FioSubmit {
+                    q,
+                    job: j.min(u16::MAX as usize) as u16,
+                },
+            );
+        } else {
+            let wl = jobs.wl;
+            self.nvme_submit_at(q, 1, at, wl);
+        }
+    }
+
+    /// A read of the `j`-th jobs of queue `q` whose time has come.
+    pub(crate) fn fio_submit_due(&mut self, q: u32, j: usize) {
+        let Some(jobs) = self.vq.get(q as usize).and_then(|v| v.jobs.get(j)) else {
+            return;
+        };
+        if self.now.ns() < jobs.stop_ns {
+            let (now, wl) = (self.now, jobs.wl);
+            self.nvme_submit_at(q, 1, now, wl);
         }
     }
 
     /// `n` reads submitted on NVMe queue `q` at `t`: media latency (±10%), then DMA on the
     /// drive's link at its bandwidth times the platform's DMA efficiency; each completion lands
     /// when its data has.
-    pub(crate) fn nvme_submit_at(&mut self, q: u32, n: u32, t: SimTime) {
+    pub(crate) fn nvme_submit_at(&mut self, q: u32, n: u32, t: SimTime, wl: u16) {
         let qi = q as usize;
         let di = self.vq[qi].drive as usize;
         let eff = self.plat.efficiency(self.now);
@@ -544,7 +575,8 @@ impl Sim {
             n,
             bytes,
             EntryKind::Cqe,
-            NO_TAG,
+            // The tag says whose read it is.
+            wl as u32,
             t.ns(),
         );
         let s = self.vq[qi].src;

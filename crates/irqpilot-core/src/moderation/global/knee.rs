@@ -39,6 +39,8 @@ const RECHECK_STEP: f64 = 0.05;
 const MIN_STEP: f64 = 0.04;
 /// Largest step.
 const MAX_STEP: f64 = 1.0;
+/// Largest first step of a search (to the natural rate).
+const FIRST_PROBE_MAX: f64 = 15.0;
 /// A step up whose work falls this far below the baseline within its first periods is undone
 /// at once: a probe into the platform's collapse should not last the whole window.
 const EARLY_LOSS: f64 = 0.05;
@@ -51,8 +53,13 @@ const UNHELD: f64 = 1.3;
 /// Back-off of a parked finder, first and longest, in periods.
 const BACKOFF_FIRST: u64 = 100;
 const BACKOFF_MAX: u64 = 3200;
-/// A change of the work done by this fraction while parked starts a new search.
+/// A change of the work done by this fraction while parked starts a new search, once the fast
+/// loop has had `QUIET` periods to settle on the new load.
 const LOAD_CHANGE: f64 = 0.33;
+const QUIET: u64 = 30;
+/// A step down that bought nothing is not tried again from the same target for this many
+/// periods (10 s): a probe costs a disturbance, a known answer is not worth one.
+const DOWN_MEMORY: u64 = 1000;
 /// Standard errors a difference must exceed, and the least relative difference that counts.
 const Z: f64 = 3.0;
 const MIN_EFFECT: f64 = 0.01;
@@ -72,9 +79,16 @@ pub(crate) struct Observation {
     pub binding: bool,
     /// Device interrupts/s this period.
     pub rate: f64,
+    /// The interrupt rate the devices made when nothing was held back, last seen (0: not
+    /// seen): where the first probe of a search goes.
+    pub natural: f64,
     /// Whether the fast loop has the rate where it wants it (in its band, or under it with
     /// nothing held back).
     pub settled: bool,
+    /// Whether the fast loop is at its limits (every source it holds back at the latency
+    /// ceiling, or at the NVMe threshold its reads in flight allow): a rate above the target
+    /// is then the target's being out of reach, not the platform collapsing.
+    pub at_limit: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -230,6 +244,12 @@ pub(crate) struct KneeFinder {
     unheld: u32,
     /// Consecutive periods of a baseline in which the target held nothing back.
     loose: u32,
+    /// A new load was seen at this period: search once the fast loop had time for it.
+    load_seen: Option<u64>,
+    /// The target from which a step down last bought nothing, and when.
+    down_futile: Option<(f64, u64)>,
+    /// The natural rate a new search's first probe goes to (0: none).
+    first_probe: f64,
     /// What the last decision was, for the plan's notes.
     last: Option<String>,
 }
@@ -253,6 +273,9 @@ impl KneeFinder {
             interrupted: false,
             unheld: 0,
             loose: 0,
+            load_seen: None,
+            down_futile: None,
+            first_probe: 0.0,
             last: None,
         }
     }
@@ -313,17 +336,28 @@ impl KneeFinder {
 
     fn start_probe(&mut self, dir: Dir, base: Summary, work: f64) {
         let from = self.target;
+        if dir == Dir::Up && self.first_probe > from * (1.0 + FIRST_STEP) {
+            self.step = (self.first_probe / from - 1.0).min(FIRST_PROBE_MAX);
+        }
+        self.first_probe = 0.0;
         if self.step_target(dir) {
             self.phase = Phase::Settle {
                 left: SETTLE,
                 waited: 0,
                 probe: Some(Probe { from, dir, base }),
             };
-        } else if dir == Dir::Up && !self.climbed {
+        } else if dir == Dir::Up && !self.climbed && !self.down_known_futile() {
             self.start_probe(Dir::Down, base, work);
         } else {
             self.park(work);
         }
+    }
+
+    /// Whether a step down from the current target was found to buy nothing not long ago.
+    fn down_known_futile(&self) -> bool {
+        self.down_futile.is_some_and(|(t, at)| {
+            (t - self.target).abs() <= 0.02 * self.target && self.period - at < DOWN_MEMORY
+        })
     }
 
     /// One period.
@@ -347,7 +381,8 @@ impl KneeFinder {
                 let (base, sd) = p.base.total_and_sd();
                 let loss = (work - base) / base.max(1e-9);
                 let bar = (2.0 * EARLY_LOSS).max(Z * sd / base.max(1e-9));
-                (loss < -bar || obs.rate > UNHELD * self.target).then_some(loss)
+                (loss < -bar || (!obs.at_limit && obs.rate > UNHELD * self.target))
+                    .then_some(loss)
             }
             Phase::Measure {
                 acc,
@@ -357,7 +392,8 @@ impl KneeFinder {
                 let (base, sd) = p.base.total_and_sd();
                 let loss = (acc.total() - base) / base.max(1e-9);
                 let bar = EARLY_LOSS.max(Z * sd / (base.max(1e-9) * acc.samples().sqrt()));
-                (loss < -bar || obs.rate > UNHELD * self.target).then_some(loss)
+                (loss < -bar || (!obs.at_limit && obs.rate > UNHELD * self.target))
+                    .then_some(loss)
             }
             _ => None,
         };
@@ -373,7 +409,7 @@ impl KneeFinder {
             Phase::Parked => {
                 // Parked above the knee (the load grew, the knee moved): the rate runs away
                 // from a target the fast loop holds everywhere else. Step down at once.
-                self.unheld = if obs.binding && obs.rate > UNHELD * self.target {
+                self.unheld = if obs.binding && !obs.at_limit && obs.rate > UNHELD * self.target {
                     self.unheld + 1
                 } else {
                     0
@@ -390,9 +426,16 @@ impl KneeFinder {
                     self.phase = Phase::Parked;
                     return;
                 }
+                if self.load_seen.is_none()
+                    && self
+                        .parked_work
+                        .is_some_and(|p| p > 0.0 && ((work - p) / p).abs() > LOAD_CHANGE)
+                {
+                    self.load_seen = Some(self.period);
+                }
                 let load_changed = self
-                    .parked_work
-                    .is_some_and(|p| p > 0.0 && ((work - p) / p).abs() > LOAD_CHANGE);
+                    .load_seen
+                    .is_some_and(|at| self.period - at >= QUIET);
                 if obs.binding && self.interrupted && !load_changed {
                     self.interrupted = false;
                     Phase::Settle {
@@ -403,6 +446,9 @@ impl KneeFinder {
                 } else if obs.binding && (self.period >= self.next_search || load_changed) {
                     self.interrupted = false;
                     self.climbed = false;
+                    self.load_seen = None;
+                    // "Does holding back cost anything?": first try no holding back at all.
+                    self.first_probe = obs.natural;
                     if load_changed || !self.searched {
                         self.step = FIRST_STEP;
                         self.backoff = BACKOFF_FIRST;
@@ -483,18 +529,24 @@ impl KneeFinder {
             "knee search: {to:.0}/s {why} (work {pct:+.1}%): back to {:.0}/s",
             self.target
         ));
-        self.step /= 2.0;
-        if self.climbed && self.step < MIN_STEP {
+        // Bisect (geometrically) between what holds and what stays clear of the cliff.
+        let room = self.too_high * MARGIN / self.target;
+        self.step = if room > 1.0 { room.sqrt() - 1.0 } else { 0.0 };
+        if self.step < MIN_STEP && (self.climbed || self.down_known_futile()) {
             self.park(work);
         } else {
-            // Refine upwards with half the step, or, when no step up was ever kept, look
-            // below. Either way a fresh baseline at the restored target first.
-            if !self.climbed {
-                self.step = self.step.max(RECHECK_STEP);
+            // Refine upwards, or, when there is no room above, look below. Either way a fresh
+            // baseline at the restored target first.
+            if self.step < MIN_STEP {
+                self.step = RECHECK_STEP;
                 self.next_dir = Dir::Down;
+            } else {
+                self.next_dir = Dir::Up;
             }
+            // The platform is coming back from the probe: its backlog drains at more than the
+            // usual rate for a while, and a baseline measured then would flatter the target.
             self.phase = Phase::Settle {
-                left: SETTLE,
+                left: 3 * SETTLE,
                 waited: 0,
                 probe: None,
             };
@@ -535,6 +587,7 @@ impl KneeFinder {
             }
             (Dir::Down, Verdict::Same | Verdict::Worse) => {
                 self.target = from;
+                self.down_futile = Some((from, self.period));
                 self.last = Some(format!(
                     "knee search: {to:.0}/s bought nothing ({pct:+.1}%): target stays {from:.0}/s"
                 ));

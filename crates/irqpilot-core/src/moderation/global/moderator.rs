@@ -88,6 +88,8 @@ pub struct GlobalModerator {
     period: u64,
     /// Per NIC queue: when its programmed delay last stepped down, and from what.
     relaxed: BTreeMap<IrqNum, (u64, u32)>,
+    /// The device interrupt rate last seen with nothing held back.
+    natural: f64,
     /// Per NIC queue: the least programmed delay found to hold the target (a step below it
     /// went over), when that was found, and the interface's packets/s then. Whole
     /// microseconds are a coarse grid at small delays (2 -> 3 us is a third fewer
@@ -119,6 +121,7 @@ impl GlobalModerator {
             sent: BTreeMap::new(),
             unreachable: None,
             period: 0,
+            natural: 0.0,
             relaxed: BTreeMap::new(),
             floor: BTreeMap::new(),
         }
@@ -228,6 +231,9 @@ impl GlobalModerator {
         let aim = target * (1.0 - h / 2.0);
         let relax_below = target * (1.0 - h);
         let moderating = !self.delay.is_empty() || self.nvme.thresholds().any(|(_, t)| t > 1);
+        if !moderating {
+            self.natural = device_total;
+        }
         let over = device_total > target || (reaim && moderating && device_total > aim);
         if over {
             let rs: Vec<f64> = srcs.iter().map(|s| s.rate).collect();
@@ -284,6 +290,9 @@ impl GlobalModerator {
             }
         }
         let relax = device_total < relax_below;
+        // Whether every NIC queue held back is at the ceiling already.
+        let mut nic_at_limit = true;
+        let mut nic_capped = false;
         let mut nvme_in: BTreeMap<String, CtrlInput> = BTreeMap::new();
         let mut nvme_active: BTreeMap<String, usize> = BTreeMap::new();
         for s in &srcs {
@@ -345,6 +354,10 @@ impl GlobalModerator {
                         _ if relax => (cur * (1.0 - self.cfg.relax)).max(floor.min(cur)),
                         _ => cur.min(ceiling),
                     };
+                    if capped {
+                        nic_capped = true;
+                        nic_at_limit &= next >= ceiling * 0.99;
+                    }
                     if !capped && prog(next) < prog(cur) {
                         self.relaxed.insert(s.irq, (period, prog(cur)));
                     }
@@ -391,7 +404,9 @@ impl GlobalModerator {
         let mut obs = Observation {
             work: Vec::new(),
             rate: device_total,
+            natural: self.natural,
             settled: device_total <= target * 1.02 && (device_total >= relax_below * 0.98 || !held),
+            at_limit: (nic_capped || self.nvme.at_limit) && nic_at_limit && (!self.nvme_capped(&inputs) || self.nvme.at_limit),
             binding: device_total >= target || held,
         };
         for n in &rates.net {
@@ -413,6 +428,11 @@ impl GlobalModerator {
             notes.push(n);
         }
         notes
+    }
+
+    /// Whether some NVMe controller is over its allowance this period.
+    fn nvme_capped(&self, inputs: &[CtrlInput]) -> bool {
+        inputs.iter().any(|c| c.allowance.is_some())
     }
 
     /// Updates the per-CPU rate caps from the hardirq windows; returns notes.

@@ -74,6 +74,10 @@ impl Default for Ctrl {
 pub(crate) struct NvmeGrid {
     ctrls: BTreeMap<String, Ctrl>,
     period: u64,
+    /// The last limit note per controller (said again only when it changes).
+    said: BTreeMap<String, String>,
+    /// Whether a controller over its allowance was held at its largest threshold this period.
+    pub(crate) at_limit: bool,
 }
 
 /// The largest threshold a controller may use.
@@ -115,23 +119,36 @@ impl NvmeGrid {
         // Over target: feedforward thresholds, then round some down while the sum holds.
         let capped: Vec<&CtrlInput> = inputs.iter().filter(|c| c.allowance.is_some()).collect();
         let mut plan: Vec<(String, u16, f64, f64)> = Vec::new(); // name, t, work, allowance
+        self.at_limit = false;
         for c in &capped {
             let a = c.allowance.unwrap_or(c.rate).max(1.0);
             let cur = self.ctrls.get(&c.name).map_or(1, |s| s.t);
             let work = c.completions.unwrap_or(c.rate * cur as f64);
             let need = (work / a - 1e-9).ceil().max(1.0);
             let tmax = max_threshold(c);
-            if c.in_flight_per_vector.is_none() {
-                notes.push(format!(
+            let note = if c.in_flight_per_vector.is_none() {
+                Some(format!(
                     "{}: not coalesced: its reads in flight are unknown (no /proc/diskstats), and a threshold above them would make every read wait",
                     c.name
-                ));
+                ))
             } else if need > tmax as f64 {
-                notes.push(format!(
-                    "{}: needs {need:.0} completions per interrupt, but its vectors have {:.1} reads in flight: threshold held at {tmax}",
-                    c.name,
-                    c.in_flight_per_vector.unwrap_or(0.0)
-                ));
+                Some(format!(
+                    "{}: needs more completions per interrupt than its vectors have reads in flight: threshold held at {tmax}",
+                    c.name
+                ))
+            } else {
+                None
+            };
+            self.at_limit |= note.is_some();
+            match note {
+                Some(n) if self.said.get(&c.name) != Some(&n) => {
+                    self.said.insert(c.name.clone(), n.clone());
+                    notes.push(n);
+                }
+                Some(_) => {}
+                None => {
+                    self.said.remove(&c.name);
+                }
             }
             let t = (need as u16).min(tmax).max(cur.min(tmax));
             plan.push((c.name.clone(), t, work, a));
