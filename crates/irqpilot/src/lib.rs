@@ -11,6 +11,8 @@
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod live;
+pub mod progress;
 pub mod render;
 
 use anyhow::Result;
@@ -41,6 +43,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Status(a) => cmd::status::run(a, &settings),
         Command::Snapshot(a) => cmd::snapshot::run(a, &settings),
         Command::Watch(a) => cmd::watch::run(a, &settings),
+        Command::Top(_) | Command::Report(_) => anyhow::bail!("TODO"),
         Command::Capture(a) => cmd::capture::run(a, &settings),
         Command::Fixture(c) => cmd::fixture::run(c, &settings),
         Command::Plan(a) => cmd::plan::run(a, &settings),
