@@ -14,6 +14,7 @@ pub mod config;
 pub mod live;
 pub mod progress;
 pub mod render;
+pub mod top;
 
 use anyhow::Result;
 use cli::{Cli, Command, Format};
@@ -43,7 +44,8 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Status(a) => cmd::status::run(a, &settings),
         Command::Snapshot(a) => cmd::snapshot::run(a, &settings),
         Command::Watch(a) => cmd::watch::run(a, &settings),
-        Command::Top(_) | Command::Report(_) => anyhow::bail!("TODO"),
+        Command::Top(a) => cmd::top::run(a, &settings),
+        Command::Report(_) => anyhow::bail!("TODO"),
         Command::Capture(a) => cmd::capture::run(a, &settings),
         Command::Fixture(c) => cmd::fixture::run(c, &settings),
         Command::Plan(a) => cmd::plan::run(a, &settings),

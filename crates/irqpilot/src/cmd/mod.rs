@@ -13,4 +13,5 @@ pub mod revert;
 pub mod sim;
 pub mod snapshot;
 pub mod status;
+pub mod top;
 pub mod watch;

@@ -388,7 +388,7 @@ fn pad(out: &mut String, start: usize, width: usize) {
 }
 
 /// Up to three CPUs that took most of a row's interrupts, with their share: `1:97% 0:3%`.
-fn push_top_cpus(out: &mut String, cpus: &[CpuId], per_cpu: &[f64], total: f64) {
+pub(crate) fn push_top_cpus(out: &mut String, cpus: &[CpuId], per_cpu: &[f64], total: f64) {
     let mut best: [(usize, f64); 3] = [(usize::MAX, 0.0); 3];
     for (j, &v) in per_cpu.iter().enumerate() {
         if v > best[2].1 {
