@@ -108,10 +108,16 @@ fn title(f: &mut Frame<'_>, area: Rect, st: &State) {
             Style::default().add_modifier(Modifier::BOLD),
         ),
         Span::styled(
-            format!("{} ", short(&st.source, 24)),
+            format!("{} ", short(&st.source, 20)),
             Style::default().fg(Color::Green),
         ),
     ];
+    if let Some((file, bytes)) = &st.recording {
+        spans.push(Span::styled(
+            format!("REC {} {} ", short(file, 16), human::bytes(*bytes)),
+            Style::default().fg(Color::Red),
+        ));
+    }
     if st.view.paused {
         spans.push(Span::styled(
             "PAUSED",
@@ -145,12 +151,6 @@ fn title(f: &mut Frame<'_>, area: Rect, st: &State) {
         human::si(st.totals.device),
         human::si(st.totals.arch)
     )));
-    if let Some((file, bytes)) = &st.recording {
-        spans.push(Span::styled(
-            format!(" | REC {file} {}", human::bytes(*bytes)),
-            Style::default().fg(Color::Red),
-        ));
-    }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
