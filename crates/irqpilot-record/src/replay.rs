@@ -7,6 +7,7 @@
 //! clock has not reached a new one, it gives the next one and moves the clock to it. Applying a
 //! plan refuses every action: a recording cannot be changed.
 
+use crate::AffinityChange;
 use crate::error::RecordError;
 use crate::reader::{Player, Recording};
 use irqpilot_core::{
@@ -31,6 +32,7 @@ pub struct ReplayPlatform {
     delivered: Option<u64>,
     speed: Speed,
     span: Option<(u64, u64)>,
+    changes: Vec<AffinityChange>,
 }
 
 fn platform_error(e: RecordError) -> PlatformError {
@@ -50,6 +52,7 @@ impl ReplayPlatform {
             delivered: None,
             speed,
             span: rec.span_ns(),
+            changes: Vec::new(),
         };
         // `seek` decoded the first sample; deliver it first.
         p.clock_ns = p.player.time_ns().unwrap_or(start);
@@ -94,19 +97,32 @@ impl ReplayPlatform {
         Ok(self.delivered.is_some() && self.player.peek_time()?.is_none())
     }
 
-    /// The player, for what only a recording has (affinity changes, samples read).
+    /// The player, for what only a recording has (the inventory, samples read).
     pub fn player(&self) -> &Player {
         &self.player
     }
 
+    /// Affinity changes recorded between the previous snapshot given out and the last one
+    /// (all of them, when the clock skipped samples).
+    pub fn changes(&self) -> &[AffinityChange] {
+        &self.changes
+    }
+
+    fn next(&mut self) -> Result<bool, RecordError> {
+        let more = self.player.next_sample()?;
+        self.changes.extend_from_slice(self.player.changes());
+        Ok(more)
+    }
+
     fn advance(&mut self) -> Result<bool, RecordError> {
+        self.changes.clear();
         let mut moved = self.delivered.is_none() && self.player.time_ns().is_some();
         while self.player.peek_time()?.is_some_and(|t| t <= self.clock_ns) {
-            self.player.next_sample()?;
+            self.next()?;
             moved = true;
         }
         if !moved || self.player.time_ns() == self.delivered {
-            if !self.player.next_sample()? {
+            if !self.next()? {
                 return Ok(false);
             }
             if let Some(t) = self.player.time_ns() {

@@ -96,8 +96,10 @@ impl<W: Write> std::fmt::Debug for Writer<W> {
     }
 }
 
-/// zstd level: 3 is zstd's default, a good ratio at a few hundred MB/s.
-const LEVEL: i32 = 3;
+/// zstd level 1: the differences are already small, and a recorder must cost its sampler
+/// little (on the generated 256-CPU server, level 3 made an hour 4% smaller, 10.75 MB
+/// instead of 11.18 MB, for 8% more CPU per recorded sample).
+const LEVEL: i32 = 1;
 
 fn affinities_of(machine: &Machine) -> BTreeMap<IrqNum, Affinity> {
     machine
@@ -379,7 +381,12 @@ fn diff(cur: &[u64], last: &mut [u64], base: usize, next: &mut usize, out: &mut 
     let mut i = 0;
     while i < n {
         let end = (i + RUN).min(n);
-        if cur[i..end] == last[i..end] {
+        // XOR-fold rather than a memcmp call: short runs, and it vectorises.
+        let moved = cur[i..end]
+            .iter()
+            .zip(&last[i..end])
+            .fold(0u64, |acc, (c, l)| acc | (c ^ l));
+        if moved == 0 {
             i = end;
             continue;
         }

@@ -14,6 +14,7 @@ pub mod config;
 pub mod live;
 pub mod progress;
 pub mod render;
+pub mod report;
 pub mod top;
 
 use anyhow::Result;
@@ -45,7 +46,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Snapshot(a) => cmd::snapshot::run(a, &settings),
         Command::Watch(a) => cmd::watch::run(a, &settings),
         Command::Top(a) => cmd::top::run(a, &settings),
-        Command::Report(_) => anyhow::bail!("TODO"),
+        Command::Report(a) => cmd::report::run(a, &settings),
         Command::Capture(a) => cmd::capture::run(a, &settings),
         Command::Fixture(c) => cmd::fixture::run(c, &settings),
         Command::Plan(a) => cmd::plan::run(a, &settings),

@@ -68,6 +68,11 @@ impl Progress {
         self.bar.set_position(pos);
     }
 
+    /// Changes the number of steps.
+    pub fn set_length(&self, len: u64) {
+        self.bar.set_length(len);
+    }
+
     /// One step done.
     pub fn inc(&self) {
         self.bar.inc(1);

@@ -9,26 +9,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-use common::scratch_dir;
+use common::{scratch_dir, tool};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A program on PATH, or `None` after saying the test is skipped (a failure under CI=true).
-fn tool(name: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(name))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{name} is not installed (CI=true; .ci/run installs it)");
-        }
-        eprintln!("SKIPPED: {name} is not installed");
-    }
-    found
-}
 
 /// A tmux server of our own; killed (with its sessions) on drop.
 struct Tmux {
@@ -65,7 +49,11 @@ impl Tmux {
             &h.to_string(),
             command,
         ]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     fn keys(&self, name: &str, keys: &[&str]) {
@@ -81,8 +69,7 @@ impl Tmux {
     }
 
     fn screen(&self, name: &str) -> String {
-        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", name]).stdout)
-            .into_owned()
+        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", name]).stdout).into_owned()
     }
 
     fn alive(&self, name: &str) -> bool {
@@ -123,7 +110,13 @@ impl Drop for Twin {
 
 fn twin(root: &Path) -> Twin {
     let child = Command::new(env!("CARGO_BIN_EXE_irqpilot"))
-        .args(["sim", "isolation-rt-24cpu", "--duration", "300s", "--realtime"])
+        .args([
+            "sim",
+            "isolation-rt-24cpu",
+            "--duration",
+            "300s",
+            "--realtime",
+        ])
         .arg("--export-root")
         .arg(root)
         .stdout(Stdio::null())
@@ -196,7 +189,10 @@ fn top_on_the_live_twin_then_on_its_recording() {
         assert_eq!(kind, if *cpu < 4 { "hk" } else { "iso" }, "CPU {cpu}: {s}");
     }
     let busiest = irq_rows(&s)[0];
-    assert!(busiest.contains("eth0") && busiest.contains("eth0-TxRx-"), "{s}");
+    assert!(
+        busiest.contains("eth0") && busiest.contains("eth0-TxRx-"),
+        "{s}"
+    );
     assert!(s.contains("findings:"), "{s}");
     assert!(s.contains("REC top.irqrec"), "{s}");
 
@@ -215,12 +211,17 @@ fn top_on_the_live_twin_then_on_its_recording() {
     tmux.keys("top", &["Enter"]);
     let s = tmux.wait_for("top", "the CPU filter", |s| s.contains("only 0-3"));
     let cpus = cpu_rows(&s);
-    assert!(!cpus.is_empty() && cpus.iter().all(|(c, k)| *c < 4 && k == "hk"), "{s}");
+    assert!(
+        !cpus.is_empty() && cpus.iter().all(|(c, k)| *c < 4 && k == "hk"),
+        "{s}"
+    );
     assert!(irq_rows(&s).iter().all(|l| l.contains("eth0-TxRx-")), "{s}");
 
     // Pause shows, help opens and closes, q quits.
     tmux.keys("top", &["Space"]);
-    tmux.wait_for("top", "PAUSED", |s| s.lines().next().is_some_and(|l| l.contains("PAUSED")));
+    tmux.wait_for("top", "PAUSED", |s| {
+        s.lines().next().is_some_and(|l| l.contains("PAUSED"))
+    });
     tmux.keys("top", &["?"]);
     tmux.wait_for("top", "the help", |s| s.contains("irqpilot top: keys"));
     tmux.keys("top", &["Escape", "q"]);
@@ -242,7 +243,9 @@ fn top_on_the_live_twin_then_on_its_recording() {
     assert!(s.contains("replay 0:00:0"), "{s}");
     assert!(irq_rows(&s)[0].contains("eth0-TxRx-"), "{s}");
     tmux.keys("replay", &["Space", "Right"]);
-    tmux.wait_for("replay", "the seek", |s| s.contains("replay 0:00:1") || s.contains("(end)"));
+    tmux.wait_for("replay", "the seek", |s| {
+        s.contains("replay 0:00:1") || s.contains("(end)")
+    });
     tmux.keys("replay", &["q"]);
 }
 
@@ -255,5 +258,8 @@ fn top_without_a_terminal_points_to_watch() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("needs a terminal") && err.contains("irqpilot watch"), "{err}");
+    assert!(
+        err.contains("needs a terminal") && err.contains("irqpilot watch"),
+        "{err}"
+    );
 }

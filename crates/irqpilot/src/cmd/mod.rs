@@ -9,6 +9,7 @@ pub mod isolate;
 pub mod moderate;
 pub mod placement_common;
 pub mod plan;
+pub mod report;
 pub mod revert;
 pub mod sim;
 pub mod snapshot;

@@ -8,16 +8,15 @@ use crate::Settings;
 use crate::cli::TopArgs;
 use crate::cmd::placement_common::journal_path;
 use crate::live::Sampler;
-use crate::live::affinity::Change;
 use crate::live::daemon::DaemonView;
-use crate::live::recording::{Follower, meta_now, open_replay};
+use crate::live::recording::{Follower, meta_now, open_replay, replayed_changes};
 use crate::top::keys::Action;
 use crate::top::state::{ReplayInfo, State, WallClock};
 use crate::top::view;
 use anyhow::{Context, Result, bail};
-use irqpilot_core::{Machine, Platform};
+use irqpilot_core::Platform;
 use irqpilot_linux::LinuxPlatform;
-use irqpilot_record::{Affinity, ReplayPlatform, Speed};
+use irqpilot_record::{ReplayPlatform, Speed};
 use ratatui::crossterm::event::{self, Event};
 use ratatui::crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
@@ -334,7 +333,7 @@ fn sample(source: &mut Source, sampler: &mut Sampler, state: &mut State, advance
                     return;
                 }
             };
-            replayed_changes(platform, sampler, state);
+            replayed(platform, sampler, state);
             if ready {
                 state.update(sampler);
             }
@@ -343,31 +342,14 @@ fn sample(source: &mut Source, sampler: &mut Sampler, state: &mut State, advance
 }
 
 /// The inventory and affinity changes a replay read with its last sample.
-fn replayed_changes(platform: &ReplayPlatform, sampler: &mut Sampler, state: &mut State) {
+fn replayed(platform: &ReplayPlatform, sampler: &mut Sampler, state: &mut State) {
     let player = platform.player();
     if player.machine().irqs.len() != state.machine().irqs.len() {
         sampler.set_machine(player.machine());
         state.set_machine(player.machine().clone());
     }
-    let changes: Vec<Change> = player
-        .changes()
-        .iter()
-        .map(|c| Change {
-            at_ns: c.at_ns,
-            irq: c.irq,
-            before: before(state.machine(), c.irq),
-            after: c.affinity.clone(),
-        })
-        .collect();
+    let changes = replayed_changes(platform, state.machine());
     state.affinity_changes(&changes);
-}
-
-fn before(m: &Machine, irq: irqpilot_core::IrqNum) -> Affinity {
-    let i = m.irqs.get(&irq);
-    Affinity {
-        requested: i.and_then(|i| i.requested.clone()),
-        effective: i.and_then(|i| i.effective.clone()),
-    }
 }
 
 /// Replay: moves by `by` ns and shows the interval ending there.

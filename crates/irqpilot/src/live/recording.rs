@@ -8,7 +8,7 @@ use super::sampler::Sampler;
 use anyhow::{Context, Result};
 use irqpilot_core::{Machine, Platform, RowStatus};
 use irqpilot_linux::Root;
-use irqpilot_record::{Meta, Recording, ReplayPlatform, Speed, Writer, WriterStats};
+use irqpilot_record::{Affinity, Meta, Recording, ReplayPlatform, Speed, Writer, WriterStats};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -173,6 +173,27 @@ pub fn open_replay(
         p.seek(t)?;
     }
     Ok((rec, p))
+}
+
+/// The affinity changes a replay read with its last snapshot, told against `m` (the
+/// inventory before them).
+pub fn replayed_changes(replay: &ReplayPlatform, m: &Machine) -> Vec<Change> {
+    replay
+        .changes()
+        .iter()
+        .map(|c| {
+            let i = m.irqs.get(&c.irq);
+            Change {
+                at_ns: c.at_ns,
+                irq: c.irq,
+                before: Affinity {
+                    requested: i.and_then(|i| i.requested.clone()),
+                    effective: i.and_then(|i| i.effective.clone()),
+                },
+                after: c.affinity.clone(),
+            }
+        })
+        .collect()
 }
 
 /// Parses a replay speed: recorded seconds per wall second (`10`, `0.5`, `4x`) or `max`.
