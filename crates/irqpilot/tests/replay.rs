@@ -121,15 +121,19 @@ fn sixty_seconds_of_the_live_twin_replay_as_recorded() {
     assert!(coarse.len() >= 14, "{}", coarse.len());
     for (k, line) in coarse.iter().enumerate().take(14) {
         let t = line["t"].as_f64().unwrap();
-        // The live lines this one spans: those ending after t - interval, up to t.
+        // The live lines this one spans: those ending after t - interval, up to t (times are
+        // printed to the millisecond and live lines are 250 ms apart: a 100 ms guard tells
+        // the boundary line apart).
         let span = line["interval_s"].as_f64().unwrap();
         let parts: Vec<&Value> = live
             .iter()
             .filter(|l| {
                 let lt = l["t"].as_f64().unwrap();
-                lt > t - span + 1e-6 && lt <= t + 1e-6
+                lt > t - span + 0.1 && lt <= t + 0.001
             })
             .collect();
+        let covered: f64 = parts.iter().map(|p| p["interval_s"].as_f64().unwrap()).sum();
+        assert!((covered - span).abs() < 0.005, "line {k}: {covered} of {span} s");
         assert!(!parts.is_empty(), "line {k}");
         let mut want: BTreeMap<String, f64> = BTreeMap::new();
         for p in &parts {

@@ -28,6 +28,7 @@ pub struct Sampler {
     rates: Rates,
     primed: bool,
     start: u64,
+    origin: Option<u64>,
     layout: Option<TailLayout>,
     known_devices: BTreeSet<IrqNum>,
     housekeeping: CpuSet,
@@ -54,6 +55,7 @@ impl Sampler {
             rates: Rates::default(),
             primed: false,
             start: 0,
+            origin: None,
             layout: None,
             known_devices: BTreeSet::new(),
             housekeeping: CpuSet::default(),
@@ -89,7 +91,7 @@ impl Sampler {
         platform.snapshot_into(&mut self.cur)?;
         if !self.primed {
             self.primed = true;
-            self.start = self.cur.taken_at.0;
+            self.start = self.origin.unwrap_or(self.cur.taken_at.0);
             return Ok(false);
         }
         self.rates.update(&self.prev, &self.cur)?;
@@ -106,6 +108,7 @@ impl Sampler {
 
     /// Moves the origin of [`Sampler::elapsed_s`] (a replay counts from the recording's start).
     pub fn set_origin(&mut self, ns: u64) {
+        self.origin = Some(ns);
         self.start = ns;
     }
 
