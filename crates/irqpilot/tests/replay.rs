@@ -132,8 +132,14 @@ fn sixty_seconds_of_the_live_twin_replay_as_recorded() {
                 lt > t - span + 0.1 && lt <= t + 0.001
             })
             .collect();
-        let covered: f64 = parts.iter().map(|p| p["interval_s"].as_f64().unwrap()).sum();
-        assert!((covered - span).abs() < 0.005, "line {k}: {covered} of {span} s");
+        let covered: f64 = parts
+            .iter()
+            .map(|p| p["interval_s"].as_f64().unwrap())
+            .sum();
+        assert!(
+            (covered - span).abs() < 0.005,
+            "line {k}: {covered} of {span} s"
+        );
         assert!(!parts.is_empty(), "line {k}");
         let mut want: BTreeMap<String, f64> = BTreeMap::new();
         for p in &parts {

@@ -161,3 +161,43 @@ impl DaemonView {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use irqpilot_linux::journal::DEFAULT_JOURNAL;
+
+    #[test]
+    fn the_journal_says_what_was_changed() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = dir.path();
+        let path = root.join(DEFAULT_JOURNAL);
+        let mut v = DaemonView::new(root, path.clone());
+        v.refresh();
+        assert!(v.line().contains("no journal"), "{}", v.line());
+        // A journal with two knobs; the latest IRQ's affinity file says where it is now.
+        let mut j = Journal::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        j.record(Knob::DefaultAffinity, "ff".into());
+        j.record(Knob::Affinity { irq: IrqNum(24) }, "0-3".into());
+        j.save().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(root.join("proc/irq/24")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(root.join("proc/irq/24/smp_affinity_list"), "5\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        v.refresh();
+        let line = v.line();
+        assert!(
+            line.starts_with("no daemon running; journal: 2 knobs changed"),
+            "{line}"
+        );
+        assert!(
+            line.contains("latest: IRQ 24 affinity (was 0-3, now 5)"),
+            "{line}"
+        );
+        // A damaged journal is said to be so.
+        std::fs::write(&path, "{").unwrap_or_else(|e| panic!("{e}"));
+        // The modification time may not have moved within the same second: force a re-read.
+        v.mtime = None;
+        v.refresh();
+        assert!(v.line().contains("journal unreadable"), "{}", v.line());
+    }
+}
