@@ -560,8 +560,10 @@ mod tests {
 
     #[test]
     fn layout_round_trips_through_bytes() {
-        let mut snap = Snapshot::default();
-        snap.interrupts = InterruptTable::with_kernel_header(vec![CpuId(0), CpuId(2)], 3);
+        let mut snap = Snapshot {
+            interrupts: InterruptTable::with_kernel_header(vec![CpuId(0), CpuId(2)], 3),
+            ..Snapshot::default()
+        };
         snap.interrupts.push_kernel_row(
             RowLabel::Irq(IrqNum(24)),
             3,

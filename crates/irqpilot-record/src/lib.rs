@@ -1,9 +1,10 @@
 //! # irqpilot-record
 //!
-//! Recordings: what `irqpilot watch --record` and `irqpilot top --record` save, and what
-//! `--replay`, `irqpilot report` and `irqpilot sim --record` read. A recording is the raw
-//! [`Snapshot`]s a sampler took (every `/proc/interrupts`, `/proc/stat` and `/proc/softirqs`
-//! counter, with its time), the machine's inventory, and the affinity changes seen while
+//! Recordings: what `irqpilot watch --record`, `top --record` and `sim --record` save, and
+//! what `--replay` and `irqpilot report` read. A recording is the raw
+//! [`irqpilot_core::Snapshot`]s a sampler took (every `/proc/interrupts`, `/proc/stat` and
+//! `/proc/softirqs` counter, with its time), the machine's inventory, and the affinity changes
+//! seen while
 //! recording. It sits beside the sampling loop: `Platform::snapshot_into` -> [`Writer::push`]
 //! on the way in, and [`ReplayPlatform`] (a `Platform`) on the way out, so rates, findings and
 //! views come from the same code whether the machine is live or recorded.

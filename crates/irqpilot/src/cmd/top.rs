@@ -80,6 +80,8 @@ impl Drop for Screen {
     }
 }
 
+// One value for the life of the program: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 enum Source {
     Live {
         platform: LinuxPlatform,

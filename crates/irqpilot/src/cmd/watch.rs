@@ -9,10 +9,17 @@
 //! "imbalance"}`. `irqs` holds the `--top` busiest rows with a non-zero rate (all with
 //! `--top 0`), `per_cpu` only the CPUs that took interrupts; `cpus` every CPU column.
 //!
-//! Rows are matched by label, not position ([`Rates`]), so IRQs appearing or vanishing never
-//! produce wrong deltas. The loop reuses everything: the platform's read buffers, two
-//! snapshots, the rates, the output buffer; after the first intervals a sample allocates
-//! nothing (tested with a counting allocator), so memory stays flat however long it runs.
+//! Rows are matched by label, not position ([`irqpilot_core::Rates`]), so IRQs appearing or
+//! vanishing never produce wrong deltas. The loop reuses everything: the platform's read
+//! buffers, two snapshots, the rates, the output buffer; after the first intervals a sample
+//! allocates nothing (tested with a counting allocator), so memory stays flat however long it
+//! runs.
+//!
+//! `--record FILE` writes every sample to a recording (docs/recording.md) and follows the
+//! machine's affinity changes into it; Ctrl-C and SIGTERM then end the loop cleanly so the
+//! last block reaches the file. `--replay FILE` reads the samples from a recording instead,
+//! `--speed` times as fast (`max`: no waiting), from `--seek` into it, with times counted from
+//! the recording's start.
 
 use crate::Settings;
 use crate::cli::{Format, WatchArgs};
