@@ -4,10 +4,9 @@
 //! what `--replay` and `irqpilot report` read. A recording is the raw
 //! [`irqpilot_core::Snapshot`]s a sampler took (every `/proc/interrupts`, `/proc/stat` and
 //! `/proc/softirqs` counter, with its time), the machine's inventory, and the affinity changes
-//! seen while
-//! recording. It sits beside the sampling loop: `Platform::snapshot_into` -> [`Writer::push`]
-//! on the way in, and [`ReplayPlatform`] (a `Platform`) on the way out, so rates, findings and
-//! views come from the same code whether the machine is live or recorded.
+//! seen while recording. It sits beside the sampling loop: `Platform::snapshot_into` ->
+//! [`Writer::push`] on the way in, and [`ReplayPlatform`] (a `Platform`) on the way out, so
+//! rates, findings and views come from the same code whether the machine is live or recorded.
 //!
 //! The format (versioned, specified in `docs/recording.md`): a header (magic, version, JSON
 //! metadata), then blocks, each a small fixed header and one zstd frame of records. A sample
