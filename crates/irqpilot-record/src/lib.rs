@@ -116,6 +116,25 @@ pub struct Affinity {
     pub effective: Option<CpuSet>,
 }
 
+impl Affinity {
+    /// Every IRQ's affinity in an inventory.
+    pub fn all(machine: &irqpilot_core::Machine) -> std::collections::BTreeMap<IrqNum, Affinity> {
+        machine
+            .irqs
+            .values()
+            .map(|i| {
+                (
+                    i.irq,
+                    Affinity {
+                        requested: i.requested.clone(),
+                        effective: i.effective.clone(),
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
 /// An affinity change seen while recording.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AffinityChange {

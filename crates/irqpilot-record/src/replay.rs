@@ -10,9 +10,7 @@
 use crate::AffinityChange;
 use crate::error::RecordError;
 use crate::reader::{Player, Recording};
-use irqpilot_core::{
-    ApplyError, ApplyReport, Machine, MonoNs, Outcome, Plan, Platform, PlatformError, Snapshot,
-};
+use irqpilot_core::{ApplyReport, Machine, MonoNs, Plan, Platform, PlatformError, Snapshot};
 use std::time::Duration;
 
 /// How fast a replay runs.
@@ -152,19 +150,7 @@ impl Platform for ReplayPlatform {
     }
 
     fn apply(&mut self, plan: &Plan) -> ApplyReport {
-        ApplyReport {
-            outcomes: plan
-                .actions
-                .iter()
-                .map(|a| Outcome {
-                    action: a.clone(),
-                    old: None,
-                    result: Err(ApplyError::Other {
-                        message: "a recording cannot be changed".into(),
-                    }),
-                })
-                .collect(),
-        }
+        ApplyReport::refuse_all(plan, "a recording cannot be changed")
     }
 
     fn now(&mut self) -> MonoNs {

@@ -101,22 +101,6 @@ impl<W: Write> std::fmt::Debug for Writer<W> {
 /// instead of 11.18 MB, for 8% more CPU per recorded sample).
 const LEVEL: i32 = 1;
 
-fn affinities_of(machine: &Machine) -> BTreeMap<IrqNum, Affinity> {
-    machine
-        .irqs
-        .values()
-        .map(|i| {
-            (
-                i.irq,
-                Affinity {
-                    requested: i.requested.clone(),
-                    effective: i.effective.clone(),
-                },
-            )
-        })
-        .collect()
-}
-
 fn put_set(out: &mut Vec<u8>, s: Option<&CpuSet>) {
     match s {
         None => out.push(0),
@@ -214,7 +198,7 @@ impl<W: Write> Writer<W> {
         put_u64(&mut self.block.payload, json.len() as u64);
         self.block.payload.extend_from_slice(&json);
         self.flush()?;
-        self.affinities = affinities_of(machine);
+        self.affinities = Affinity::all(machine);
         self.layout = None;
         Ok(())
     }

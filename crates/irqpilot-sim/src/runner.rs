@@ -32,6 +32,12 @@ pub fn run_scenario_observed(
     progress: impl FnMut(f64),
     on_step: impl FnMut(&StepReport),
 ) -> Result<Report, String> {
+    refuse_irqbalance(&sc)?;
+    drive(sc, progress, on_step, None).map(|(r, _)| r)
+}
+
+/// irqbalance is a real program: it runs against the exported tree, never inside the twin.
+fn refuse_irqbalance(sc: &Scenario) -> Result<(), String> {
     if sc.placement.policy == PlacementPolicy::Irqbalance {
         return Err(
             "placement=irqbalance: irqbalance runs outside the twin, against its exported tree \
@@ -39,7 +45,7 @@ pub fn run_scenario_observed(
                 .into(),
         );
     }
-    drive(sc, progress, on_step, None).map(|(r, _)| r)
+    Ok(())
 }
 
 /// Something that looks at the machine every `period_ns` of simulated time (from the start,
@@ -67,13 +73,7 @@ pub fn run_scenario_sampled(
     on_step: impl FnMut(&StepReport),
     sampling: Sampling<'_>,
 ) -> Result<Report, String> {
-    if sc.placement.policy == PlacementPolicy::Irqbalance {
-        return Err(
-            "placement=irqbalance: irqbalance runs outside the twin, against its exported tree \
-             (scripts/vs-irqbalance.sh)"
-                .into(),
-        );
-    }
+    refuse_irqbalance(&sc)?;
     drive_sampled(sc, progress, on_step, None, Some(sampling)).map(|(r, _)| r)
 }
 

@@ -9,7 +9,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+#[path = "../../irqpilot-linux/benches/support/cpu_time.rs"]
+mod cpu_time;
+
 use clap::Parser;
+use criterion::measurement::Measurement;
 use irqpilot::cli::Cli;
 use irqpilot_core::Platform;
 use irqpilot_linux::generate::MovingServer;
@@ -17,13 +21,14 @@ use irqpilot_record::{Meta, Recording, Writer};
 use std::io::BufWriter;
 use std::time::Instant;
 
-fn cpu_ns(clock: libc::clockid_t) -> u64 {
+/// CPU time of this process, ns (the report runs in threads of its own libraries too).
+fn process_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -51,9 +56,9 @@ fn main() {
         if k > 0 {
             server.sleep(1_000_000_000);
         }
-        let t0 = cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+        let t0 = cpu_time::CpuTime.start();
         w.push(server.snapshot_now()).unwrap();
-        push_ns += cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID) - t0;
+        push_ns += cpu_time::CpuTime.end(t0);
     }
     let stats = w.stats();
     w.finish().unwrap();
@@ -78,11 +83,11 @@ fn main() {
         "--out",
         html.to_str().unwrap(),
     ]);
-    let (w0, c0) = (Instant::now(), cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID));
+    let (w0, c0) = (Instant::now(), process_cpu_ns());
     irqpilot::run(&cli).unwrap();
     let (wall, cpu) = (
         w0.elapsed().as_secs_f64(),
-        (cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID) - c0) as f64 / 1e9,
+        (process_cpu_ns() - c0) as f64 / 1e9,
     );
     let page = std::fs::metadata(&html).unwrap().len();
     println!(

@@ -15,6 +15,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+#[path = "../../irqpilot-linux/benches/support/cpu_time.rs"]
+mod cpu_time;
+
+use criterion::measurement::Measurement;
 use irqpilot::live::Sampler;
 use irqpilot::top::state::{State, WallClock};
 use irqpilot::top::view;
@@ -29,16 +33,6 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 /// CPU seconds (user + system) of a process, from `/proc/PID/stat`.
 fn process_cpu_s(pid: u32) -> Option<f64> {
@@ -83,11 +77,11 @@ fn frames() {
     let mut cpu = 0u64;
     for _ in 0..n {
         server.sleep(1_000_000_000);
-        let t0 = thread_cpu_ns();
+        let t0 = cpu_time::CpuTime.start();
         sampler.sample(&mut server).unwrap();
         st.update(&sampler);
         term.draw(|f| view::draw(f, &mut st)).unwrap();
-        cpu += thread_cpu_ns() - t0;
+        cpu += cpu_time::CpuTime.end(t0);
     }
     let per = cpu as f64 / n as f64 / 1e6;
     println!(

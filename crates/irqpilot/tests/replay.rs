@@ -22,6 +22,23 @@ fn lines(text: &str) -> Vec<Value> {
         .collect()
 }
 
+/// `watch --replay` of `rec` at full speed, every row, as JSON lines; `extra` flags added.
+fn replay(rec: &std::path::Path, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec![
+        "--format",
+        "json",
+        "watch",
+        "--replay",
+        rec.to_str().unwrap(),
+        "--speed",
+        "max",
+        "--top",
+        "0",
+    ];
+    args.extend_from_slice(extra);
+    lines(&ok(&args))
+}
+
 /// IRQ -> total_per_sec of one watch JSON line.
 fn rates(line: &Value) -> BTreeMap<String, f64> {
     line["irqs"]
@@ -88,36 +105,14 @@ fn sixty_seconds_of_the_live_twin_replay_as_recorded() {
     );
 
     // Replayed at full speed: the same 60 lines, byte for byte in value.
-    let replayed = lines(&ok(&[
-        "--format",
-        "json",
-        "watch",
-        "--replay",
-        rec.to_str().unwrap(),
-        "--speed",
-        "max",
-        "--top",
-        "0",
-    ]));
+    let replayed = replay(&rec, &[]);
     assert_eq!(replayed.len(), 60);
     for (k, (a, b)) in live.iter().zip(&replayed).enumerate() {
         assert_eq!(a, b, "line {k}");
     }
 
     // Every 1 s instead of 250 ms: each line averages four live ones (rounded to 0.1/s).
-    let coarse = lines(&ok(&[
-        "--format",
-        "json",
-        "watch",
-        "--replay",
-        rec.to_str().unwrap(),
-        "--speed",
-        "max",
-        "--interval",
-        "1s",
-        "--top",
-        "0",
-    ]));
+    let coarse = replay(&rec, &["--interval", "1s"]);
     assert!(coarse.len() >= 14, "{}", coarse.len());
     for (k, line) in coarse.iter().enumerate().take(14) {
         let t = line["t"].as_f64().unwrap();
@@ -158,21 +153,7 @@ fn sixty_seconds_of_the_live_twin_replay_as_recorded() {
     }
 
     // Seeking: starting 5 s in, the first line is the live line there.
-    let seek = lines(&ok(&[
-        "--format",
-        "json",
-        "watch",
-        "--replay",
-        rec.to_str().unwrap(),
-        "--speed",
-        "max",
-        "--seek",
-        "5s",
-        "--count",
-        "3",
-        "--top",
-        "0",
-    ]));
+    let seek = replay(&rec, &["--seek", "5s", "--count", "3"]);
     let first_t = seek[0]["t"].as_f64().unwrap();
     let same = live
         .iter()
@@ -198,23 +179,17 @@ fn a_recorded_twin_run_replays_the_twins_own_rates() {
     let warmup = report["warmup_s"].as_f64().unwrap();
     let measured = report["duration_s"].as_f64().unwrap();
     // One interval over exactly the twin's measured time.
-    let line = lines(&ok(&[
-        "--format",
-        "json",
-        "watch",
-        "--replay",
-        rec.to_str().unwrap(),
-        "--speed",
-        "max",
-        "--seek",
-        &format!("{}ms", (warmup * 1000.0).round()),
-        "--interval",
-        &format!("{}ms", (measured * 1000.0).round()),
-        "--count",
-        "1",
-        "--top",
-        "0",
-    ]));
+    let line = replay(
+        &rec,
+        &[
+            "--seek",
+            &format!("{}ms", (warmup * 1000.0).round()),
+            "--interval",
+            &format!("{}ms", (measured * 1000.0).round()),
+            "--count",
+            "1",
+        ],
+    );
     assert_eq!(line.len(), 1);
     assert!((line[0]["interval_s"].as_f64().unwrap() - measured).abs() < 1e-6);
     let replayed = rates(&line[0]);

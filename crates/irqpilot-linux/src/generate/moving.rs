@@ -7,9 +7,7 @@
 //! timers' steady counts. Its clock is virtual: `sleep` moves it and returns at once.
 
 use super::{HZ, Lcg, large_server};
-use irqpilot_core::{
-    ApplyError, ApplyReport, Machine, MonoNs, Outcome, Plan, Platform, PlatformError, Snapshot,
-};
+use irqpilot_core::{ApplyReport, Machine, MonoNs, Plan, Platform, PlatformError, Snapshot};
 
 /// One moving cell: flat index into the interrupt counts, CPU column, rate per second.
 #[derive(Clone, Copy, Debug)]
@@ -174,19 +172,7 @@ impl Platform for MovingServer {
     }
 
     fn apply(&mut self, plan: &Plan) -> ApplyReport {
-        ApplyReport {
-            outcomes: plan
-                .actions
-                .iter()
-                .map(|a| Outcome {
-                    action: a.clone(),
-                    old: None,
-                    result: Err(ApplyError::Other {
-                        message: "the moving server is read-only".into(),
-                    }),
-                })
-                .collect(),
-        }
+        ApplyReport::refuse_all(plan, "the moving server is read-only")
     }
 
     fn now(&mut self) -> MonoNs {

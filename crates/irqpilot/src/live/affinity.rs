@@ -64,19 +64,7 @@ impl AffinityWatch {
 
     /// Starts again from a new inventory.
     pub fn set_machine(&mut self, machine: &Machine) {
-        self.known = machine
-            .irqs
-            .values()
-            .map(|i| {
-                (
-                    i.irq,
-                    Affinity {
-                        requested: i.requested.clone(),
-                        effective: i.effective.clone(),
-                    },
-                )
-            })
-            .collect();
+        self.known = Affinity::all(machine);
         self.read_at.clear();
     }
 

@@ -126,7 +126,7 @@ mod tests {
         let l = d.label(IrqNum(90), "mlx5_comp7@pci:0000:3b:00.0");
         assert_eq!(l.queue, "txrx7");
         let l = d.label(IrqNum(91), "nvme2q5");
-        assert_eq!((l.device.as_str(), l.queue.as_str()), ("nvme2", "io4"));
+        assert_eq!((l.device.as_str(), l.queue.as_str()), ("nvme2", "io5"));
         assert_eq!(d.label(IrqNum(0), "timer"), IrqLabel::default());
     }
 }

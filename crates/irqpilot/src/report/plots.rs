@@ -6,6 +6,7 @@
 
 use anyhow::{Result, anyhow};
 use irqpilot_core::{CpuId, CpuSet};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::colors::colormaps::ViridisRGB;
 
@@ -274,6 +275,37 @@ fn cells_png(
     Ok(base64::engine::general_purpose::STANDARD.encode(out))
 }
 
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A white 1000x380 chart with a caption and room for the axis labels.
+fn chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+) -> Result<Chart<'a, 'b>> {
+    root.fill(&WHITE).map_err(err)?;
+    ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x, y)
+        .map_err(err)
+}
+
+/// The legend of the series drawn with labels, at `at`.
+fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>, at: SeriesLabelPosition) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .label_font(("sans-serif", 13))
+        .position(at)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(200, 200, 200))
+        .draw()
+        .map_err(err)
+}
+
 /// Line charts: each series a name and (x, y) points; x in seconds.
 pub fn lines(
     title: &str,
@@ -301,14 +333,7 @@ pub fn lines(
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (1000, 380)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0f64..span / xdiv, ymin..ymax)
-            .map_err(err)?;
+        let mut chart = chart(&root, title, 0f64..span / xdiv, ymin..ymax)?;
         chart
             .configure_mesh()
             .light_line_style(RGBColor(235, 235, 235))
@@ -334,13 +359,7 @@ pub fn lines(
                 });
         }
         if series.len() > 1 || series.first().is_some_and(|(n, _)| !n.is_empty()) {
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(RGBColor(200, 200, 200))
-                .draw()
-                .map_err(err)?;
+            legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         }
         root.present().map_err(err)?;
     }
@@ -366,14 +385,7 @@ pub fn bars(
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (1000, 380)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0f64..g, 0f64..ymax)
-            .map_err(err)?;
+        let mut chart = chart(&root, title, 0f64..g, 0f64..ymax)?;
         let group_label = |x: &f64| {
             let i = x.floor() as usize;
             if (x - i as f64 - 0.5).abs() < 0.26 {
@@ -406,14 +418,7 @@ pub fn bars(
                 .label(name.clone())
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
         }
-        chart
-            .configure_series_labels()
-            .label_font(("sans-serif", 13))
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(200, 200, 200))
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(err)?;
     }
     Ok(svg)

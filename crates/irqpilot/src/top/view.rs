@@ -334,8 +334,22 @@ fn cpu_panel(f: &mut Frame<'_>, area: Rect, st: &mut State) {
         Constraint::Length((bar_w + 14) as u16),
         Constraint::Length((bar_w + 6) as u16),
     ];
-    let table = Table::new(rows, widths)
-        .header(header)
+    let table = Table::new(rows, widths).header(header);
+    let selected = st.view.cpu_selected;
+    st.view.page[0] = panel(f, area, table, title, focused, selected);
+}
+
+/// Draws a panel's table with its title, the selected row highlighted when the panel has the
+/// keyboard; returns how many rows it shows.
+fn panel(
+    f: &mut Frame<'_>,
+    area: Rect,
+    table: Table<'_>,
+    title: String,
+    focused: bool,
+    selected: usize,
+) -> usize {
+    let table = table
         .block(panel_block(title, focused))
         .column_spacing(1)
         .row_highlight_style(if focused {
@@ -343,9 +357,9 @@ fn cpu_panel(f: &mut Frame<'_>, area: Rect, st: &mut State) {
         } else {
             Style::default()
         });
-    st.view.page[0] = area.height.saturating_sub(2) as usize;
-    let mut ts = TableState::default().with_selected(Some(st.view.cpu_selected));
+    let mut ts = TableState::default().with_selected(Some(selected));
     f.render_stateful_widget(table, area, &mut ts);
+    area.height.saturating_sub(2) as usize
 }
 
 fn irq_panel(f: &mut Frame<'_>, area: Rect, st: &mut State) {
@@ -394,18 +408,9 @@ fn irq_panel(f: &mut Frame<'_>, area: Rect, st: &mut State) {
         Constraint::Length(20),
         Constraint::Min(8),
     ];
-    let table = Table::new(rows, widths)
-        .header(header)
-        .block(panel_block(title, focused))
-        .column_spacing(1)
-        .row_highlight_style(if focused {
-            Style::default().add_modifier(Modifier::REVERSED)
-        } else {
-            Style::default()
-        });
-    st.view.page[1] = area.height.saturating_sub(2) as usize;
-    let mut ts = TableState::default().with_selected(Some(st.view.irq_selected));
-    f.render_stateful_widget(table, area, &mut ts);
+    let table = Table::new(rows, widths).header(header);
+    let selected = st.view.irq_selected;
+    st.view.page[1] = panel(f, area, table, title, focused, selected);
 }
 
 fn findings(f: &mut Frame<'_>, area: Rect, st: &State) {
