@@ -20,6 +20,8 @@
 //! * [`journal`]: records every value `apply` replaces before writing it, and `revert`;
 //!   [`channels`]: NIC queue counts through the ethtool channels ioctl; [`fault`]: simulated
 //!   kernel refusals for tests on fixture trees.
+//! * [`privileges`]: the capabilities and socket families the writers need (the systemd unit
+//!   grants exactly these), and dropping the ones a machine does not call for.
 //!
 //! Every file access goes through [`root::Root`], so tests and the simulator's exported tree use
 //! the same code as a live machine.
@@ -36,6 +38,7 @@ pub mod inventory;
 pub mod journal;
 pub mod moderation;
 pub mod platform;
+pub mod privileges;
 pub mod root;
 pub mod tree;
 
