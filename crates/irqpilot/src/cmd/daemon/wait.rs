@@ -39,7 +39,7 @@ impl Schedule {
             root: root.to_path_buf(),
             next_period: now + Duration::from_nanos(first_ns),
             next_irq_check: now + IRQ_CHECK_EVERY,
-            irqs: irq_count(root),
+            irqs: irq_count(root).unwrap_or(0),
         }
     }
 
@@ -63,7 +63,8 @@ impl Schedule {
             systemd.ping_if_due(now);
             if now >= self.next_irq_check {
                 self.next_irq_check = now + IRQ_CHECK_EVERY;
-                let n = irq_count(&self.root);
+                // An unreadable /proc/irq (EMFILE, say) is no news: keep the last count.
+                let n = irq_count(&self.root).unwrap_or(self.irqs);
                 if n != self.irqs {
                     tracing::info!(
                         before = self.irqs,
@@ -94,12 +95,11 @@ impl Schedule {
     }
 }
 
-/// Number of IRQs the kernel lists under `proc/irq` (one directory each).
-pub fn irq_count(root: &Path) -> usize {
-    std::fs::read_dir(root.join("proc/irq"))
-        .map(|d| {
-            d.filter(|e| e.as_ref().is_ok_and(|e| e.path().is_dir()))
-                .count()
-        })
-        .unwrap_or(0)
+/// Number of IRQs the kernel lists under `proc/irq` (one directory each); `None` when it
+/// cannot be read.
+pub fn irq_count(root: &Path) -> Option<usize> {
+    std::fs::read_dir(root.join("proc/irq")).ok().map(|d| {
+        d.filter(|e| e.as_ref().is_ok_and(|e| e.path().is_dir()))
+            .count()
+    })
 }
