@@ -159,15 +159,22 @@ pub fn error_kind(e: &ApplyError) -> &'static str {
 }
 
 /// Reads the root and encodes the frame: one scrape.
-#[derive(Debug)]
 pub struct Scraper {
-    platform: LinuxPlatform,
+    platform: Box<dyn Platform + Send>,
     frame: Arc<Mutex<Frame>>,
     registry: Registry,
     body: String,
     shared: SharedState,
     events: Option<Sender<Event>>,
     last_refresh_request: Option<Instant>,
+}
+
+impl std::fmt::Debug for Scraper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scraper")
+            .field("body_bytes", &self.body.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Least time between two inventory re-reads asked for by scrapes.
@@ -182,11 +189,26 @@ impl Scraper {
         per_cpu_irqs: bool,
         events: Option<Sender<Event>>,
     ) -> Scraper {
+        Scraper::with_platform(
+            Box::new(LinuxPlatform::with_root(root)),
+            shared,
+            per_cpu_irqs,
+            events,
+        )
+    }
+
+    /// A scraper reading counters from `platform` (benchmarks feed it prepared trees).
+    pub fn with_platform(
+        platform: Box<dyn Platform + Send>,
+        shared: SharedState,
+        per_cpu_irqs: bool,
+        events: Option<Sender<Event>>,
+    ) -> Scraper {
         let frame = Arc::new(Mutex::new(Frame::new(per_cpu_irqs)));
         let mut registry = Registry::default();
         registry.register_collector(Box::new(encode::FrameCollector(Arc::clone(&frame))));
         Scraper {
-            platform: LinuxPlatform::with_root(root),
+            platform,
             frame,
             registry,
             body: String::new(),

@@ -280,3 +280,117 @@ fn completions_cover_every_subcommand() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+/// Metric names (`irqpilot_...`) in a text.
+fn metric_names(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("irqpilot_") {
+        let tail = &rest[i..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(tail.len());
+        let before = rest[..i].chars().next_back();
+        if !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            out.insert(tail[..end].to_string());
+        }
+        rest = &tail[end..];
+    }
+    out
+}
+
+/// The metric names a daemon with every option serves (a scrape of a running one).
+fn emitted_metric_names() -> BTreeSet<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let mut copy = Command::new("cp");
+    copy.arg("-a")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/firecracker-2cpu"))
+        .arg(&root);
+    assert!(copy.status().unwrap().success());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = Command::new(BIN)
+        .args(["--config", "/dev/null", "--root"])
+        .arg(&root)
+        .args(["daemon", "--force", "--per-cpu-irqs", "--metrics", &addr])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut text = String::new();
+    for _ in 0..500 {
+        if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+            use std::io::{Read, Write};
+            write!(s, "GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+            s.read_to_string(&mut text).unwrap();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    // Every family the endpoint declares (`# TYPE` names its samples in the classic format);
+    // some have no series on this small machine (no moderation knob, no imbalance to show).
+    let names: BTreeSet<String> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    let sampled = text
+        .lines()
+        .filter(|l| l.starts_with("irqpilot_"))
+        .map(|l| l.split(['{', ' ']).next().unwrap().to_string());
+    for s in sampled {
+        assert!(names.contains(&s), "{s} has no # TYPE");
+    }
+    names
+}
+
+#[test]
+fn every_dashboard_and_alert_query_names_an_emitted_metric() {
+    let emitted = emitted_metric_names();
+    assert!(
+        emitted.contains("irqpilot_irq_cpu_interrupts_total"),
+        "{emitted:?}"
+    );
+    assert!(
+        emitted.contains("irqpilot_placement_migrations_total"),
+        "{emitted:?}"
+    );
+    let dash: serde_json::Value = serde_json::from_str(&read("grafana-dashboard.json")).unwrap();
+    let mut exprs = String::new();
+    let mut stack = vec![&dash];
+    while let Some(v) = stack.pop() {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    match (k.as_str(), x) {
+                        ("expr" | "definition", serde_json::Value::String(s)) => {
+                            exprs.push_str(s);
+                            exprs.push('\n');
+                        }
+                        _ => stack.push(x),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => stack.extend(a),
+            _ => {}
+        }
+    }
+    let used = metric_names(&exprs);
+    assert!(used.len() >= 12, "{used:?}");
+    let alerts = metric_names(&read("prometheus-alerts.yml"));
+    assert!(alerts.len() >= 6, "{alerts:?}");
+    for (what, names) in [("dashboard", &used), ("alert rules", &alerts)] {
+        let unknown: Vec<&String> = names.difference(&emitted).collect();
+        assert!(
+            unknown.is_empty(),
+            "{what} query metrics nobody emits: {unknown:?}"
+        );
+    }
+}
