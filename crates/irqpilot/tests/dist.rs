@@ -46,11 +46,8 @@ fn walk(registry: &Registry, ty: &str, prefix: &str, out: &mut BTreeSet<String>)
         };
         let mut fmt = &f.value;
         // Option<T> and Vec<T> of a struct hold the struct's keys.
-        loop {
-            match fmt {
-                Format::Option(inner) | Format::Seq(inner) => fmt = inner,
-                _ => break,
-            }
+        while let Format::Option(inner) | Format::Seq(inner) = fmt {
+            fmt = inner;
         }
         match fmt {
             Format::TypeName(name)

@@ -186,7 +186,7 @@ fn the_daemon_speaks_the_systemd_notification_protocol() {
         ],
     );
     let mut got = Vec::new();
-    let mut recv_until = |want: &str, got: &mut Vec<String>| {
+    let recv_until = |want: &str, got: &mut Vec<String>| {
         let mut buf = [0u8; 4096];
         loop {
             let n = sock
