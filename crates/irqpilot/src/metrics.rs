@@ -66,16 +66,7 @@ pub const CHANGE_ACTIONS: &[&str] = &[
 ];
 
 /// Kinds of `irqpilot_apply_errors_total`.
-pub const ERROR_KINDS: &[&str] = &[
-    "vanished",
-    "permission-denied",
-    "managed",
-    "no-vector-space",
-    "invalid",
-    "unsupported",
-    "not-taken",
-    "other",
-];
+pub const ERROR_KINDS: &[&str] = ApplyError::KIND_NAMES;
 
 /// What the daemon did since it started.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,7 +115,7 @@ impl DaemonStats {
                     }
                 }
                 Ok(false) => {}
-                Err(e) => *self.apply_errors.entry(error_kind(e)).or_insert(0) += 1,
+                Err(e) => *self.apply_errors.entry(e.kind_name()).or_insert(0) += 1,
             }
         }
     }
@@ -141,20 +132,6 @@ pub fn action_kind(a: &Action) -> &'static str {
             "nvme-coalescing"
         }
         Action::SetSoftModeration { .. } | Action::SetIrqSoftModeration { .. } => "soft-moderation",
-    }
-}
-
-/// The `kind` label of a refusal.
-pub fn error_kind(e: &ApplyError) -> &'static str {
-    match e {
-        ApplyError::Vanished => "vanished",
-        ApplyError::PermissionDenied => "permission-denied",
-        ApplyError::Managed => "managed",
-        ApplyError::NoVectorSpace => "no-vector-space",
-        ApplyError::Invalid => "invalid",
-        ApplyError::Unsupported => "unsupported",
-        ApplyError::NotTaken { .. } => "not-taken",
-        ApplyError::Other { .. } => "other",
     }
 }
 

@@ -14,7 +14,7 @@ mod common;
 
 use serde_json::Value;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -55,14 +55,6 @@ fn dist(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../dist")
         .join(name)
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn wait_for(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
@@ -159,7 +151,7 @@ fn prometheus_scrapes_the_exported_twin_at_the_twins_rates() {
         std::fs::read_to_string(&sim_err).unwrap_or_default()
     );
     // 2. The exporter on the twin's tree.
-    let exporter_addr = format!("127.0.0.1:{}", free_port());
+    let exporter_addr = format!("127.0.0.1:{}", common::free_port());
     let _exporter = Guard(
         Command::new(BIN)
             .args(["--config", "/dev/null", "--root"])
@@ -178,7 +170,7 @@ fn prometheus_scrapes_the_exported_twin_at_the_twins_rates() {
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n  evaluation_interval: 1s\nrule_files:\n  - alerts.yml\nscrape_configs:\n  - job_name: irqpilot\n    static_configs:\n      - targets: ['{exporter_addr}']\n"
     );
     std::fs::write(dir.path().join("prometheus.yml"), config).unwrap();
-    let prom_addr = format!("127.0.0.1:{}", free_port());
+    let prom_addr = format!("127.0.0.1:{}", common::free_port());
     let prom_log = dir.path().join("prometheus.log");
     let _prometheus = Guard(
         Command::new("prometheus")

@@ -263,15 +263,6 @@ fn daemon_logs_are_coloured_on_a_terminal() {
     assert!(text.contains('\u{1b}'), "no colour on a terminal: {text:?}");
 }
 
-/// A free port on loopback (bound and released).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// One GET, the whole answer (status line, headers, body).
 fn http_get(addr: &str, path: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -370,7 +361,7 @@ fn metrics_bad_input_is_a_clear_error() {
 /// and 404 elsewhere.
 #[test]
 fn the_exporter_serves_metrics() {
-    let port = free_port();
+    let port = common::free_port();
     let addr = format!("127.0.0.1:{port}");
     let e = Service::start("", &["exporter", "--listen", &addr], &[]);
     assert!(e.wait_log("exporter started"), "{}", e.stderr());
@@ -409,7 +400,7 @@ fn the_exporter_serves_metrics() {
 /// lowered under it): the daemon says so, and goes on reloading and running periods.
 #[test]
 fn the_daemon_goes_on_when_its_metrics_listener_dies() {
-    let port = free_port();
+    let port = common::free_port();
     let addr = format!("127.0.0.1:{port}");
     let slow = "[placement]\nmin_interval_ms = 10000\nmax_interval_ms = 10000\n";
     let d = Service::start(

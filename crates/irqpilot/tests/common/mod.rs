@@ -134,3 +134,12 @@ pub fn tree_files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
     }
     out
 }
+
+/// A free port on loopback (bound, then released for the caller to use).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
