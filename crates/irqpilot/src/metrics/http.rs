@@ -2,15 +2,20 @@
 //! tiny_http accepts connections on its own threads and queues requests; one thread here
 //! answers them in turn, so scrapes never overlap and memory stays that of one scrape.
 //!
-//! When the listener dies (tiny_http stops accepting after an `accept` error, e.g. EMFILE), the
-//! thread logs it, sends [`Event::MetricsDown`] and ends; the service goes on without metrics.
+//! When the listener dies the thread sends [`Event::MetricsDown`] and ends; the service logs it
+//! and goes on without metrics. tiny_http reports an `accept` error (EMFILE, say) through its
+//! queue, but its accepting thread can also panic (when cloning an accepted socket fails with
+//! EMFILE) and close the socket without a word: so every [`PROBE_EVERY`] the thread connects to
+//! its own address, and a refused connection means the listener is gone.
 
 use super::Scraper;
 use crate::service::Event;
 use anyhow::{Context, Result, anyhow, bail};
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
 
 /// OpenMetrics' media type (what prometheus-client encodes), served to clients that accept it
 /// (Prometheus asks for it first).
@@ -18,6 +23,9 @@ pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; char
 
 /// Prometheus' classic text format, served to everyone else.
 pub const CLASSIC: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// How often the serving thread checks that its listener still accepts connections.
+pub const PROBE_EVERY: Duration = Duration::from_secs(5);
 
 /// Parses the address to listen on (`127.0.0.1:9877`, `[::1]:9877`, `localhost:9877`) and
 /// refuses one that is not loopback unless `allow_remote`. `what` names the flag in errors.
@@ -52,6 +60,7 @@ pub fn listen_address(text: &str, allow_remote: bool, what: &str) -> Result<Sock
 pub struct Endpoint {
     addr: SocketAddr,
     server: Arc<tiny_http::Server>,
+    stopping: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -97,6 +106,8 @@ impl Endpoint {
             .map_err(|e| anyhow!("metrics endpoint {local}: {e}"))?;
         let server = Arc::new(server);
         let serving = Arc::clone(&server);
+        let stopping = Arc::new(AtomicBool::new(false));
+        let stop_flag = Arc::clone(&stopping);
         std::thread::Builder::new()
             .name("metrics".into())
             .spawn(move || {
@@ -105,12 +116,16 @@ impl Endpoint {
                     events,
                     why: String::new(),
                 };
-                guard.why = serve(&serving, scraper);
+                match serve(&serving, scraper, probe_address(local), &stop_flag) {
+                    Some(why) => guard.why = why,
+                    None => guard.events = None,
+                }
             })
             .context("starting the metrics thread")?;
         Ok(Endpoint {
             addr: local,
             server,
+            stopping,
         })
     }
 
@@ -119,19 +134,58 @@ impl Endpoint {
         self.addr
     }
 
-    /// Stops serving: the thread ends as if the listener had died.
+    /// Stops serving (the thread ends without reporting anything).
     pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
         self.server.unblock();
     }
 }
 
-/// Answers requests until the listener fails; returns why it stopped.
-fn serve(server: &tiny_http::Server, mut scraper: Scraper) -> String {
+/// Where to connect to reach our own listener (loopback for a wildcard address).
+fn probe_address(local: SocketAddr) -> SocketAddr {
+    let mut a = local;
+    if a.ip().is_unspecified() {
+        a.set_ip(match a {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    a
+}
+
+/// Whether the listener at `addr` is gone: only a refused connection says so (another failure,
+/// such as this process being out of descriptors itself, proves nothing).
+fn listener_gone(addr: SocketAddr) -> bool {
+    matches!(
+        std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
+    )
+}
+
+/// Answers requests until the listener fails (returns why) or [`Endpoint::stop`] (`None`).
+fn serve(
+    server: &tiny_http::Server,
+    mut scraper: Scraper,
+    probe: SocketAddr,
+    stopping: &AtomicBool,
+) -> Option<String> {
     let mut classic = String::new();
+    let mut next_probe = Instant::now() + PROBE_EVERY;
     loop {
-        let request = match server.recv() {
-            Ok(r) => r,
-            Err(e) => return e.to_string(),
+        if stopping.load(Ordering::SeqCst) {
+            return None;
+        }
+        let now = Instant::now();
+        if now >= next_probe {
+            next_probe = now + PROBE_EVERY;
+            if listener_gone(probe) {
+                return Some("the listener stopped accepting connections".to_string());
+            }
+        }
+        let request = match server.recv_timeout(next_probe.saturating_duration_since(now)) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(e) => return Some(e.to_string()),
         };
         let path = request.url().split('?').next().unwrap_or("");
         let get = matches!(
