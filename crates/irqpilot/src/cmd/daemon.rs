@@ -135,7 +135,10 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
     let mut schedule = Schedule::new(&settings.root, first);
     let mut minute = Minute::new(Duration::from_secs(60));
     let mut stats = DaemonStats::default();
-    let mut published = Instant::now();
+    let mut handed = Handed {
+        at: Instant::now(),
+        newer: false,
+    };
     let started = summary::startup(controller.machine(), &settings.root, first / 1_000_000);
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
@@ -149,23 +152,21 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
             Wake::Period => {}
             Wake::Reload => {
                 systemd.reloading();
-                match Config::load(config_path).and_then(|c| {
-                    policy.set_config(c.placement)?;
-                    if c.moderation != moderation {
-                        moderation = c.moderation;
-                        global = GlobalModerator::new(moderation.clone());
-                        kernel = KernelSoftModeration::new(moderation.clone());
-                    }
-                    if let Some((_, shared)) = &metrics {
-                        let mut sh = metrics::lock(shared);
-                        sh.findings = c.findings;
-                        sh.moderation_target_per_sec = global.target_per_sec();
-                    }
-                    Ok(())
-                }) {
-                    Ok(()) => {
+                match reload(
+                    config_path,
+                    &mut policy,
+                    &mut moderation,
+                    &mut global,
+                    &mut kernel,
+                ) {
+                    Ok(findings) => {
                         stats.reloads_ok += 1;
                         tracing::info!("configuration reloaded");
+                        if let Some((_, shared)) = &metrics {
+                            let mut sh = metrics::lock(shared);
+                            sh.findings = findings;
+                            sh.moderation_target_per_sec = global.target_per_sec();
+                        }
                     }
                     Err(e) => {
                         stats.reloads_error += 1;
@@ -176,7 +177,9 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
                 // otherwise kept, so reloads never hold periods back.
                 schedule.at_most_in(interval_ns(&policy, controller.machine(), &moderation));
                 systemd.ready("running: configuration reloaded");
-                publish_stats(&metrics, &stats);
+                if let Some((_, shared)) = &metrics {
+                    metrics::lock(shared).daemon = Some(stats.clone());
+                }
                 continue;
             }
         }
@@ -223,21 +226,14 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
             out.flush()?;
         }
         if let Some((_, shared)) = &metrics {
-            // The inventory is re-read after every change; hand it over at most once a second
-            // (a 10 ms moderation period would otherwise copy it 100 times a second).
-            let mut sh = metrics::lock(shared);
-            sh.daemon = Some(stats.clone());
-            sh.moderation_target_per_sec = global.target_per_sec();
-            if step.refreshed_inventory
-                && (published.elapsed() >= Duration::from_secs(1)
-                    || sh
-                        .machine
-                        .as_ref()
-                        .is_none_or(|m| m.irqs.len() != controller.machine().irqs.len()))
-            {
-                sh.machine = Some(Arc::new(controller.machine().clone()));
-                published = Instant::now();
-            }
+            hand_over(
+                shared,
+                &stats,
+                &global,
+                step.refreshed_inventory,
+                controller.machine(),
+                &mut handed,
+            );
         }
         if let Some(text) = minute.due(next / 1_000_000) {
             tracing::info!("{text}");
@@ -323,9 +319,94 @@ fn start_metrics(
     Ok(Some((endpoint, shared)))
 }
 
-/// Hands the daemon's counters to the metrics side.
-fn publish_stats(metrics: &Option<(Endpoint, SharedState)>, stats: &DaemonStats) {
-    if let Some((_, shared)) = metrics {
-        metrics::lock(shared).daemon = Some(stats.clone());
+/// Re-reads the configuration into the policies (a moderation change restarts the
+/// moderators); returns the new `[findings]` thresholds for the metrics.
+fn reload(
+    config_path: Option<&Path>,
+    policy: &mut PlacementPolicy,
+    moderation: &mut GlobalModerationConfig,
+    global: &mut GlobalModerator,
+    kernel: &mut KernelSoftModeration,
+) -> Result<irqpilot_core::FindingsConfig> {
+    let c = Config::load(config_path)?;
+    policy.set_config(c.placement)?;
+    if c.moderation != *moderation {
+        *moderation = c.moderation;
+        *global = GlobalModerator::new(moderation.clone());
+        *kernel = KernelSoftModeration::new(moderation.clone());
+    }
+    Ok(c.findings)
+}
+
+/// When the metrics side last got the inventory, and whether a newer one waits.
+#[derive(Debug)]
+struct Handed {
+    at: Instant,
+    newer: bool,
+}
+
+/// Hands what the daemon did and its inventory to the metrics side. The inventory is re-read
+/// after every change; a newer one is handed over at most once a second (a 10 ms moderation
+/// period would otherwise copy it 100 times a second), at once when IRQs came or went.
+fn hand_over(
+    shared: &SharedState,
+    stats: &DaemonStats,
+    global: &GlobalModerator,
+    refreshed: bool,
+    machine: &Machine,
+    handed: &mut Handed,
+) {
+    handed.newer |= refreshed;
+    let mut sh = metrics::lock(shared);
+    sh.daemon = Some(stats.clone());
+    sh.moderation_target_per_sec = global.target_per_sec();
+    let irqs_changed = sh
+        .machine
+        .as_ref()
+        .is_none_or(|m| m.irqs.len() != machine.irqs.len());
+    if handed.newer && (handed.at.elapsed() >= Duration::from_secs(1) || irqs_changed) {
+        sh.machine = Some(Arc::new(machine.clone()));
+        *handed = Handed {
+            at: Instant::now(),
+            newer: false,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use irqpilot_core::{Irq, IrqNum};
+
+    /// A newer inventory skipped because the last hand-over was recent still reaches the
+    /// metrics side a second later, without waiting for another re-read.
+    #[test]
+    fn a_skipped_inventory_is_handed_over_later() {
+        let shared: SharedState = Arc::new(Mutex::new(Shared::default()));
+        let global = GlobalModerator::new(GlobalModerationConfig::default());
+        let stats = DaemonStats::default();
+        let mut old = Machine::default();
+        old.irqs.insert(IrqNum(1), Irq::new(IrqNum(1)));
+        metrics::lock(&shared).machine = Some(Arc::new(old.clone()));
+        let mut new = old.clone();
+        new.irqs
+            .entry(IrqNum(1))
+            .and_modify(|i| i.chip = Some("changed".into()));
+        let mut handed = Handed {
+            at: Instant::now(),
+            newer: false,
+        };
+        hand_over(&shared, &stats, &global, true, &new, &mut handed);
+        assert_eq!(metrics::lock(&shared).machine.as_deref(), Some(&old));
+        assert!(handed.newer);
+        handed.at = Instant::now() - Duration::from_secs(2);
+        hand_over(&shared, &stats, &global, false, &new, &mut handed);
+        assert_eq!(metrics::lock(&shared).machine.as_deref(), Some(&new));
+        assert!(!handed.newer);
+        // IRQs that came or went go over at once.
+        let mut more = new.clone();
+        more.irqs.insert(IrqNum(2), Irq::new(IrqNum(2)));
+        hand_over(&shared, &stats, &global, true, &more, &mut handed);
+        assert_eq!(metrics::lock(&shared).machine.as_deref(), Some(&more));
     }
 }
