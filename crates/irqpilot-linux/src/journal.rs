@@ -307,8 +307,10 @@ pub fn read_current(root: &Root, action: &Action) -> Option<String> {
             format!("proc/irq/{irq}/{}", procirq::SMP_AFFINITY_LIST)
         }
         Action::SetDefaultAffinity { .. } => "proc/irq/default_smp_affinity".to_string(),
-        Action::SetChannels { device, .. } if is_live(root) => {
-            return crate::channels::get_channels(device)
+        Action::SetChannels { device, .. } => {
+            let mut io = crate::moderation::ModerationIo::for_root(root);
+            let ethtool = io.ethtool.as_deref_mut()?;
+            return crate::channels::get_channels(ethtool, device)
                 .ok()
                 .map(|c| c.counts_text());
         }
@@ -320,15 +322,9 @@ pub fn read_current(root: &Root, action: &Action) -> Option<String> {
             let mut io = crate::moderation::ModerationIo::for_root(root);
             return crate::moderation::apply::read_current(root, &mut io, action);
         }
-        _ => return None,
     };
     let text = root.read_optional(&rel).ok().flatten()?;
     Some(text.trim_end_matches('\n').to_string())
-}
-
-/// Whether `root` is this machine's `/` (the only root with live interfaces).
-pub fn is_live(root: &Root) -> bool {
-    root.dir() == Path::new("/")
 }
 
 /// A platform whose writes are journaled first.

@@ -378,7 +378,14 @@ impl Platform for LinuxPlatform {
                     combined,
                     rx,
                     tx,
-                } => crate::channels::apply_channels(&self.root, device, *combined, *rx, *tx),
+                } => crate::channels::apply_channels(
+                    &self.root,
+                    self.moderation.ethtool.as_deref_mut(),
+                    device,
+                    *combined,
+                    *rx,
+                    *tx,
+                ),
                 other => {
                     moderation::apply::apply_moderation(&self.root, &mut self.moderation, other)
                         .unwrap_or_else(|| {

@@ -48,7 +48,7 @@ pub fn platform(settings: &Settings) -> Result<FaultInjection<LinuxPlatform>> {
     let faults = if spec.trim().is_empty() {
         Default::default()
     } else {
-        if irqpilot_linux::journal::is_live(&root) {
+        if root.is_live() {
             anyhow::bail!("{FAULT_ENV} is only honoured under a --root other than /");
         }
         irqpilot_linux::fault::parse_faults(&spec)
