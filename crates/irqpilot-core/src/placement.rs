@@ -79,6 +79,7 @@ impl Learned {
                 ApplyError::PermissionDenied => "permission denied (EACCES)".to_string(),
                 ApplyError::Unsupported => "not supported (EOPNOTSUPP)".to_string(),
                 ApplyError::NotTaken { readback } => format!("the kernel kept {readback}"),
+                ApplyError::LeftAlone { reason } => reason.clone(),
                 ApplyError::Other { message } => message.clone(),
             };
             self.refused.insert(*irq, why);

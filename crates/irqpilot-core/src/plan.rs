@@ -228,6 +228,14 @@ pub enum ApplyError {
         /// What the file said afterwards.
         readback: String,
     },
+    /// Not attempted: the knob's current value could not be put back once changed (a value no
+    /// kernel prints, or none at all), so it is left as it is: what `revert` could not
+    /// restore, `apply` does not touch.
+    #[error("left alone: {reason}")]
+    LeftAlone {
+        /// The knob and its value.
+        reason: String,
+    },
     /// Anything else, with the OS message.
     #[error("{message}")]
     Other {

@@ -444,6 +444,12 @@ impl<P: Platform> JournaledPlatform<P> {
         &mut self.inner
     }
 
+    /// Restores every journaled value through the wrapped platform ([`revert`]): the daemon's
+    /// `--restore-on-exit`.
+    pub fn revert_all(&mut self) -> Result<RevertReport, JournalError> {
+        revert(&mut self.inner, &mut self.journal)
+    }
+
     /// Unwraps into the platform and the journal.
     pub fn into_parts(self) -> (P, Journal) {
         (self.inner, self.journal)
@@ -483,10 +489,9 @@ impl<P: Platform> Platform for JournaledPlatform<P> {
                     left_alone[k] = Some(Outcome {
                         action: a.clone(),
                         old: Some(entry.old.clone()),
-                        result: Err(ApplyError::Other {
-                            message: format!(
-                                "{}: left alone: its current value could not be restored once \
-                                 changed ({why})",
+                        result: Err(ApplyError::LeftAlone {
+                            reason: format!(
+                                "{} could not be restored once changed ({why})",
                                 entry.knob
                             ),
                         }),

@@ -230,6 +230,10 @@ pub struct ApplyArgs {
 /// `irqpilot revert`.
 #[derive(Debug, Args)]
 pub struct RevertArgs {
+    /// Put back the values of the newest archive (a finished revert's journal) that the
+    /// machine no longer holds; the journal itself must be empty.
+    #[arg(long)]
+    pub archived: bool,
     /// Journal location.
     #[command(flatten)]
     pub journal: JournalArg,

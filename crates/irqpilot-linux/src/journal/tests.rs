@@ -375,9 +375,9 @@ fn unrestorable_originals_are_left_alone_and_reported() {
         let o = &r.outcomes[k];
         assert_eq!(o.action, set(irq, 1));
         match &o.result {
-            Err(ApplyError::Other { message }) => assert!(
-                message.starts_with(&format!("IRQ {irq} affinity: left alone")),
-                "{message}"
+            Err(ApplyError::LeftAlone { reason }) => assert!(
+                reason.starts_with(&format!("IRQ {irq} affinity could not be restored")),
+                "{reason}"
             ),
             other => panic!("IRQ {irq}: {other:?}"),
         }

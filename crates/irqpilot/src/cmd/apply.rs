@@ -6,7 +6,7 @@
 //! notes}`; `result` is `"written"`, `"unchanged"` or the refusal (`vanished`,
 //! `permission-denied`, `managed`, `no-vector-space`, `invalid`, `unsupported`, ...).
 
-use super::placement_common::{EXIT_PARTIAL, journaled, platform, sample};
+use super::placement_common::{EXIT_PARTIAL, journaled, platform, sample, take_root};
 use super::plan::decide_now;
 use crate::Settings;
 use crate::cli::{ApplyArgs, Format};
@@ -101,20 +101,7 @@ pub fn print(settings: &Settings, out: &ApplyOutput) -> Result<ExitCode> {
             w.write_all(b"\n")?;
         }
         Format::Table => {
-            let mut s = String::new();
-            for o in &out.outcomes {
-                let eff = o
-                    .effective
-                    .as_ref()
-                    .map(|e| format!(" (effective {e})"))
-                    .unwrap_or_default();
-                let err = o
-                    .error
-                    .as_ref()
-                    .map(|e| format!(": {e}"))
-                    .unwrap_or_default();
-                let _ = writeln!(s, "{:<10} {}{eff}{err}", o.result, o.action.describe());
-            }
+            let mut s = render_outcomes(&out.outcomes, "");
             let _ = writeln!(
                 s,
                 "{} written, {} unchanged, {} refused; old values in {}",
@@ -132,6 +119,30 @@ pub fn print(settings: &Settings, out: &ApplyOutput) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// One line per outcome: result, action, effective CPUs read back, the refusal.
+pub fn render_outcomes(outcomes: &[OutcomeLine], indent: &str) -> String {
+    let mut s = String::new();
+    for o in outcomes {
+        let eff = o
+            .effective
+            .as_ref()
+            .map(|e| format!(" (effective {e})"))
+            .unwrap_or_default();
+        let err = o
+            .error
+            .as_ref()
+            .map(|e| format!(": {e}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "{indent}{:<10} {}{eff}{err}",
+            o.result,
+            o.action.describe()
+        );
+    }
+    s
 }
 
 /// Builds the output of one apply.
@@ -153,7 +164,10 @@ pub fn output(root: &Root, journal: &str, report: &ApplyReport, notes: Vec<Strin
 
 /// Runs `irqpilot apply`.
 pub fn run(args: &ApplyArgs, settings: &Settings) -> Result<ExitCode> {
-    let (machine, rates) = sample(&mut platform(settings)?, args.sample)?;
+    let mut linux = platform(settings)?;
+    // Held from before the machine is read until the journal and the knobs are written.
+    let _owner = take_root(settings, "apply", args.journal.journal.as_deref())?;
+    let (machine, rates) = sample(&mut linux, args.sample)?;
     let d = decide_now(settings, &machine, rates.as_ref());
     let mut p = journaled(settings, args.journal.journal.as_deref())?;
     let report = if d.plan.is_empty() {

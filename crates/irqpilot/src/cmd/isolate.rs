@@ -13,7 +13,7 @@
 //! `--apply` an `applied` object as `irqpilot apply` prints it.
 
 use super::apply::{ApplyOutput, output};
-use super::placement_common::{EXIT_PARTIAL, journaled, platform, sample};
+use super::placement_common::{EXIT_PARTIAL, journaled, platform, sample, take_root};
 use crate::Settings;
 use crate::cli::{Format, IsolateArgs};
 use anyhow::Result;
@@ -68,7 +68,17 @@ fn view(p: &IsolationPlan) -> PlanView<'_> {
 /// Runs `irqpilot isolate`.
 pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
     let cfg = &settings.config.placement;
-    let (machine, rates) = sample(&mut platform(settings)?, args.sample)?;
+    let mut linux = platform(settings)?;
+    let _owner = if args.apply {
+        Some(take_root(
+            settings,
+            "isolate --apply",
+            args.journal.journal.as_deref(),
+        )?)
+    } else {
+        None
+    };
+    let (machine, rates) = sample(&mut linux, args.sample)?;
     let plan = plan_isolation(&machine, &args.cpus, cfg, rates.as_ref())?;
     let applied = if args.apply {
         let mut p = journaled(settings, args.journal.journal.as_deref())?;
@@ -125,14 +135,7 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
             out.write_all(render(&plan).as_bytes())?;
             if let Some(a) = &applied {
                 let mut s = String::from("applied:\n");
-                for o in &a.outcomes {
-                    let err = o
-                        .error
-                        .as_ref()
-                        .map(|e| format!(": {e}"))
-                        .unwrap_or_default();
-                    let _ = writeln!(s, "  {:<10} {}{err}", o.result, o.action.describe());
-                }
+                s.push_str(&super::apply::render_outcomes(&a.outcomes, "  "));
                 let _ = writeln!(
                     s,
                     "{} written, {} unchanged, {} refused; old values in {}",
