@@ -38,6 +38,7 @@ pub mod journal;
 pub mod moderation;
 pub mod owner;
 pub mod platform;
+pub mod readback;
 pub mod root;
 pub mod tree;
 

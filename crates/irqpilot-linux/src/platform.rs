@@ -11,7 +11,8 @@
 //!   sampling allocates nothing. The timestamp is `CLOCK_MONOTONIC` at the middle of the
 //!   `/proc/interrupts` read.
 //! * [`Platform::apply`] writes `smp_affinity_list` and `default_smp_affinity` only when they
-//!   differ, keeps the old text for revert, and re-reads to verify. The kernel's refusals map to
+//!   differ, keeps the old text for revert, and re-reads to verify (on the twin's tree after
+//!   the twin has taken the writes: [`crate::readback`]). The kernel's refusals map to
 //!   [`ApplyError`] variants (ENOENT vanished, EACCES not root, EIO/EPERM managed, ENOSPC no
 //!   vector, EINVAL no online CPU, EOPNOTSUPP unsupported). Moderation actions (NIC coalescing,
 //!   NVMe features, kernel soft moderation) go to [`crate::moderation::apply`]; channel counts to
@@ -256,7 +257,7 @@ impl LinuxPlatform {
 }
 
 /// Re-reads a file after writing `want` and checks the kernel kept it.
-fn verify(
+pub(crate) fn verify(
     path: &Path,
     want: &CpuSet,
     parse: fn(&str) -> Result<CpuSet, crate::ParseError>,
@@ -408,6 +409,7 @@ impl Platform for LinuxPlatform {
                 result,
             });
         }
+        crate::readback::recheck_on_twin(&self.root, &mut report);
         report
     }
 

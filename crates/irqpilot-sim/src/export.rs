@@ -16,9 +16,10 @@
 //! 2. The simulation runs to the next step.
 //! 3. [`TreeExport::refresh`] rewrites what changed: `proc/interrupts`, `proc/stat`,
 //!    `proc/softirqs`, `sys/kernel/irq/N/per_cpu_count`, and the affinity files of IRQs whose
-//!    requested or effective CPUs changed (a refused write gets the old text back). Each file is
-//!    written under a temporary name and renamed over the old one, so a reader sees the whole
-//!    old file or the whole new one, never half of either.
+//!    requested or effective CPUs changed (a refused write gets the old text back); last, the
+//!    step counter [`STEP_FILE`], so a writer can wait until its writes were taken and then read
+//!    them back. Each file is written under a temporary name and renamed over the old one, so a
+//!    reader sees the whole old file or the whole new one, never half of either.
 //!
 //! With a time scale ([`ExportOptions::scale`]) the export sleeps so that simulated time follows
 //! wall time at `scale` simulated seconds per wall second: a peer that samples every few seconds
@@ -99,8 +100,14 @@ pub struct OutsideWrite {
 /// A parser of an affinity file.
 type Parser = fn(&str) -> Result<CpuSet, irqpilot_linux::ParseError>;
 
-/// File written by the twin last (besides the tree's `MANIFEST.toml`) once the tree is whole.
-pub const READY_FILE: &str = ".irqpilot-twin-ready";
+/// File written by the twin last (besides the tree's `MANIFEST.toml`) once the tree is whole;
+/// it holds the twin's pid (`irqpilot_linux::root::Backing::Twin`).
+pub const READY_FILE: &str = irqpilot_linux::root::TWIN_READY_FILE;
+
+/// File rewritten at the end of every [`TreeExport::refresh`] with the number of refreshes so
+/// far: a writer knows its writes were taken (or refused, their old text back) once the number
+/// has grown by two (`LinuxPlatform` waits for that before it reads its writes back).
+pub const STEP_FILE: &str = irqpilot_linux::root::TWIN_STEP_FILE;
 
 /// What the twin last wrote to one IRQ's files.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -130,6 +137,8 @@ pub struct TreeExport {
     /// Every outside write, in the order taken.
     pub writes: Vec<OutsideWrite>,
     clock: Option<(Instant, u64)>,
+    /// Refreshes so far ([`STEP_FILE`]).
+    steps: u64,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ExportError + '_ {
@@ -171,6 +180,7 @@ impl TreeExport {
             buf: String::new(),
             writes: Vec::new(),
             clock: None,
+            steps: 0,
         };
         for irq in machine.irqs.values() {
             let files = IrqFiles {
@@ -426,6 +436,8 @@ impl TreeExport {
             self.put(def_rel, &text)?;
             self.default_affinity = def;
         }
+        self.steps += 1;
+        self.put(STEP_FILE, &format!("{}\n", self.steps))?;
         self.pace(sim.now().ns());
         Ok(())
     }

@@ -201,6 +201,15 @@ fn apply_then_revert_restores_every_byte() {
         assert_eq!(v["failed"], 0);
         let journal = root.join("var/lib/irqpilot/journal.json");
         assert!(journal.exists());
+        // A fixture has no kernel to move an IRQ: no effective CPUs are claimed.
+        assert!(v["notes"].to_string().contains("fixture: effective affinity not simulated"));
+        assert!(
+            v["outcomes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|o| o.get("effective").is_none())
+        );
         assert_eq!(v["journal"].as_str().unwrap(), journal.to_str().unwrap());
         assert_ne!(irq_files(&root), before);
         // A second apply finds nothing to do: the policy is sticky.
@@ -378,6 +387,30 @@ fn isolate_recommends_channels_and_the_boot_line() {
             .contains("planned, not applied")
     );
     assert!(applied["written"].as_u64().unwrap() > 50);
+    // The refused cuts leave their queues' IRQs in place: they are moved to housekeeping CPUs
+    // instead (as far as vectors allow), and the output says so.
+    let removed: Vec<u64> = v["must_leave"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["removed"] == true)
+        .map(|l| l["irq"].as_u64().unwrap())
+        .collect();
+    assert!(!removed.is_empty());
+    let moved = outcomes
+        .iter()
+        .filter(|o| {
+            o["action"]["action"] == "set-affinity"
+                && o["result"] == "written"
+                && removed.contains(&o["action"]["irq"].as_u64().unwrap())
+        })
+        .count();
+    assert!(moved > 0, "no IRQ of a refused cut was moved");
+    let notes = applied["notes"].to_string();
+    assert!(
+        notes.contains("channel cut refused") && notes.contains("moved to housekeeping CPUs"),
+        "{notes}"
+    );
     assert_eq!(
         std::fs::read_to_string(root.join("proc/irq/default_smp_affinity")).unwrap(),
         "00000000,00000000,00000000,00000000,00000000,00000000,00000000,000000ff\n"

@@ -6,7 +6,9 @@
 //! With `--apply`: channel cuts first (the driver re-creates its IRQs, so the placement is
 //! planned again afterwards), then the affinity writes and the default affinity, all journaled.
 //! On a fixture root there is no live interface: a channel cut is reported as planned but not
-//! applied. Exit 3 when anything was refused.
+//! applied. A refused cut leaves its queues' IRQs in place: they are moved to housekeeping CPUs
+//! like every other IRQ (as far as vectors allow), and a note says so. Exit 3 when anything was
+//! refused.
 //!
 //! JSON: the plan (`isolate`, `housekeeping`, `must_leave`, `vectors`, `channels`,
 //! `fits_after_channels`, `default_affinity`, `managed`, `boot`, `cmdline`, `plan`), and with
@@ -18,7 +20,8 @@ use crate::Settings;
 use crate::cli::{Format, IsolateArgs};
 use anyhow::Result;
 use irqpilot_core::isolation::plan::{IsolationPlan, plan_isolation};
-use irqpilot_core::{Action, ApplyReport, Plan, Platform};
+use irqpilot_core::{Action, ApplyReport, IrqNum, Plan, Platform};
+use std::collections::BTreeSet;
 use irqpilot_linux::Root;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -93,15 +96,32 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
         let mut rest = plan.plan.clone();
         rest.actions
             .retain(|a| !matches!(a, Action::SetChannels { .. }));
+        let mut notes = Vec::new();
         if !channels.is_empty() {
             report = p.apply(&Plan {
                 actions: channels,
                 notes: Vec::new(),
             });
-            if report.written() > 0 {
-                // New queue count, new IRQs: plan the placement again on what is there now.
+            let refused: Vec<String> = report
+                .outcomes
+                .iter()
+                .filter_map(|o| match (&o.action, &o.result) {
+                    (Action::SetChannels { device, .. }, Err(_)) => Some(device.clone()),
+                    _ => None,
+                })
+                .collect();
+            if report.written() > 0 || !refused.is_empty() {
+                // New queue counts, new IRQs: plan the placement again on what is there now.
                 let machine = p.machine()?;
-                rest = plan_isolation(&machine, &args.cpus, cfg, None)?.plan;
+                let again = plan_isolation(&machine, &args.cpus, cfg, None)?;
+                if refused.is_empty() {
+                    rest = again.plan;
+                } else {
+                    // A refused cut leaves its queues' IRQs on the isolated CPUs: move them
+                    // to housekeeping CPUs like every other IRQ, as far as vectors allow.
+                    notes.push(refused_cut_note(&plan, &again, &refused));
+                    rest = again.decision.plan;
+                }
                 rest.actions
                     .retain(|a| !matches!(a, Action::SetChannels { .. }));
             }
@@ -109,12 +129,7 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
         let second = p.apply(&rest);
         report.outcomes.extend(second.outcomes);
         let journal = p.journal().path().display().to_string();
-        Some(output(
-            &Root::new(&settings.root),
-            &journal,
-            &report,
-            Vec::new(),
-        ))
+        Some(output(&Root::new(&settings.root), &journal, &report, notes))
     } else {
         None
     };
@@ -141,6 +156,9 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
                     "{} written, {} unchanged, {} refused; old values in {}",
                     a.written, a.unchanged, a.failed, a.journal
                 );
+                for n in &a.notes {
+                    let _ = writeln!(s, "note: {n}");
+                }
                 out.write_all(s.as_bytes())?;
             }
         }
@@ -151,6 +169,43 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// What happens to the IRQs a refused channel cut would have removed: they stay, so they are
+/// moved to housekeeping CPUs instead (those that find no free vector stay where they are).
+fn refused_cut_note(first: &IsolationPlan, again: &IsolationPlan, devices: &[String]) -> String {
+    let would_go: BTreeSet<IrqNum> = first
+        .must_leave
+        .iter()
+        .filter(|l| l.removed)
+        .map(|l| l.irq)
+        .collect();
+    let moved = again
+        .decision
+        .plan
+        .actions
+        .iter()
+        .filter(|a| matches!(a, Action::SetAffinity { irq, .. } if would_go.contains(irq)))
+        .count();
+    let stuck = again
+        .decision
+        .stuck
+        .iter()
+        .filter(|i| would_go.contains(i))
+        .count();
+    let mut text = format!(
+        "channel cut refused ({}): the {} IRQs it would have removed stay, so {moved} of them \
+         are moved to housekeeping CPUs instead",
+        devices.join(", "),
+        would_go.len()
+    );
+    if stuck > 0 {
+        text.push_str(&format!(
+            "; {stuck} find no free vector there and stay on the isolated CPUs (isolate fewer \
+             CPUs, or cut the channels by hand: ethtool -L)"
+        ));
+    }
+    text
 }
 
 /// The table form.
