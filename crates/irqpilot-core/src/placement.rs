@@ -27,7 +27,7 @@ mod tests;
 
 pub use capacity::vectors_per_cpu;
 pub use config::{Pin, PlacementConfig, PlacementConfigError};
-pub use constraints::{Hold, glob_match};
+pub use constraints::{Hold, check_glob, glob_match};
 pub use decision::{CpuLoad, Decision, HeavyIrq, Held, Move, MoveReason, irq_list};
 pub use interval::AdaptiveInterval;
 pub use load::LoadBasis;
