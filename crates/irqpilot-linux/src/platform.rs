@@ -313,6 +313,15 @@ impl Platform for LinuxPlatform {
         // The one mandatory file is checked first, so a wrong --root says which file is missing.
         let table = self.read_interrupts()?;
         let mut machine = inventory::read_machine(&self.root)?;
+        if machine.topology.online.is_empty() {
+            // `cpu/online` unreadable or inconsistent (a gap says which): the kernel prints one
+            // /proc/interrupts column per online CPU.
+            let mut online: CpuSet = table.cpus.iter().copied().collect();
+            if let Some(possible) = &machine.topology.possible {
+                online = online.intersection(possible);
+            }
+            machine.topology.online = online;
+        }
         for (row, desc) in table.rows().iter().zip(parse_descs(&table)) {
             let (Some(irq), Some(desc)) = (row.label.irq(), desc) else {
                 continue;
