@@ -228,7 +228,7 @@ pub fn decide(cfg: &PlacementConfig, learned: &Learned, input: &PolicyInput<'_>)
         notes.push("no rates yet: only isolation, bans and pins are applied this period".into());
     } else if m.basis == LoadBasis::Counts || m.basis == LoadBasis::Mixed {
         notes.push(format!(
-            "load basis {:?}: some CPUs report no interrupt time, their interrupts are costed at \
+            "load basis {}: some CPUs report no interrupt time, their interrupts are costed at \
              {} us each",
             m.basis, cfg.interrupt_cost_us
         ));

@@ -408,7 +408,11 @@ impl Platform for LinuxPlatform {
                 }
             };
             match &result {
-                Ok(true) => tracing::info!(action = action.describe(), old = ?old, "applied"),
+                Ok(true) => tracing::info!(
+                    action = action.describe(),
+                    old = old.as_deref().unwrap_or("unknown"),
+                    "applied"
+                ),
                 Ok(false) => tracing::debug!(action = action.describe(), "already so"),
                 Err(e) => tracing::warn!(action = action.describe(), error = %e, "refused"),
             }

@@ -33,7 +33,8 @@ use irqpilot_linux::format::interrupts::render_interrupts_into;
 use irqpilot_linux::format::softirqs::render_softirqs;
 use irqpilot_linux::format::stat::render_stat;
 use irqpilot_linux::format::{procirq, sysirq};
-use irqpilot_linux::tree::{TreeOptions, write_tree_with};
+use irqpilot_linux::root::Backing;
+use irqpilot_linux::tree::{Destination, TreeOptions, write_tree_with};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -54,6 +55,22 @@ pub enum ExportError {
     /// The initial tree could not be written.
     #[error(transparent)]
     Tree(#[from] irqpilot_linux::tree::TreeError),
+    /// The directory holds files that are not an earlier export: never written over.
+    #[error(
+        "{0}: not an empty directory nor an earlier export of the twin (it would be written over)"
+    )]
+    Occupied(PathBuf),
+    /// The directory is this machine's `/` (or resolves to it).
+    #[error("{0} is this machine's root: the twin's tree goes in a directory of its own")]
+    Live(PathBuf),
+    /// A twin runs there now.
+    #[error("{path}: the twin with pid {pid} exports there now")]
+    InUse {
+        /// The directory.
+        path: PathBuf,
+        /// The running twin.
+        pid: u32,
+    },
     /// The file to wait for did not appear in time.
     #[error("{0}: did not appear within {HOLD_TIMEOUT_S} s")]
     HoldTimeout(PathBuf),
@@ -141,6 +158,26 @@ pub struct TreeExport {
     steps: u64,
 }
 
+/// Refuses `/`, a directory with files of its own, and one a running twin exports to.
+fn check_destination(root: &Path) -> Result<(), ExportError> {
+    let live = irqpilot_linux::Root::new(root);
+    if live.is_live() {
+        return Err(ExportError::Live(root.to_path_buf()));
+    }
+    match irqpilot_linux::tree::destination(root).map_err(io_err(root))? {
+        Destination::Absent | Destination::Empty => Ok(()),
+        Destination::Occupied => match live.backing() {
+            Backing::Twin { pid } => Err(ExportError::InUse {
+                path: root.to_path_buf(),
+                pid,
+            }),
+            // An earlier twin's tree: written over, as it was written.
+            Backing::Fixture if root.join(READY_FILE).is_file() => Ok(()),
+            _ => Err(ExportError::Occupied(root.to_path_buf())),
+        },
+    }
+}
+
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ExportError + '_ {
     move |source| ExportError::Io {
         path: path.to_path_buf(),
@@ -149,12 +186,14 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ExportError + '_ {
 }
 
 impl TreeExport {
-    /// Writes the tree of `platform`'s machine under `root` (created if needed).
+    /// Writes the tree of `platform`'s machine under `root` (created if needed). `root` must
+    /// be absent, empty, or an earlier export no twin runs on now; never `/`.
     pub fn create(
         platform: &mut SimPlatform,
         root: &Path,
         opts: ExportOptions,
     ) -> Result<TreeExport, ExportError> {
+        check_destination(root)?;
         let machine = platform.sim().machine();
         let mut snap = Snapshot::default();
         platform.sim().snapshot_into(&mut snap);

@@ -101,3 +101,30 @@ fn writes_the_twin_puts_back_are_reported_refused() {
     assert!(reverted.status.success(), "{}", String::from_utf8_lossy(&reverted.stderr));
     assert_eq!(restored, before);
 }
+
+/// The twin never writes over a directory that is not its own earlier export, nor `/`.
+#[test]
+fn the_export_goes_only_where_nothing_would_be_written_over() {
+    let dir = scratch_dir();
+    let taken = dir.path().join("taken");
+    std::fs::create_dir_all(&taken).unwrap();
+    std::fs::write(taken.join("notes.txt"), "mine\n").unwrap();
+    let run = |root: &str| {
+        irqpilot(&[
+            "sim", "isolation-rt-24cpu", "--duration", "20ms", "--export-root", root,
+        ])
+    };
+    let out = run(taken.to_str().unwrap());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not an empty directory nor an earlier export"), "{err}");
+    assert_eq!(std::fs::read_dir(&taken).unwrap().count(), 1, "nothing written");
+    let out = run("/");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("this machine's root"), "{err}");
+    // An earlier export (its twin has ended) is written over.
+    let twin = dir.path().join("twin");
+    ok(&["sim", "isolation-rt-24cpu", "--duration", "20ms", "--export-root", twin.to_str().unwrap()]);
+    ok(&["sim", "isolation-rt-24cpu", "--duration", "20ms", "--export-root", twin.to_str().unwrap()]);
+}
