@@ -99,6 +99,20 @@ mod tests {
     use crate::root::TWIN_READY_FILE;
     use irqpilot_core::{ApplyError, CpuId, CpuSet, IrqNum, Outcome};
 
+    /// IRQ 40 written to CPU 3 (it was on 0).
+    fn written_40_to_3() -> ApplyReport {
+        ApplyReport {
+            outcomes: vec![Outcome {
+                action: Action::SetAffinity {
+                    irq: IrqNum(40),
+                    cpus: CpuSet::single(CpuId(3)),
+                },
+                old: Some("0".into()),
+                result: Ok(true),
+            }],
+        }
+    }
+
     #[test]
     fn a_write_the_twin_put_back_is_not_taken() {
         let d = tempfile::tempdir().unwrap();
@@ -119,16 +133,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
             std::fs::write(&step, "9\n").unwrap();
         });
-        let mut report = ApplyReport {
-            outcomes: vec![Outcome {
-                action: Action::SetAffinity {
-                    irq: IrqNum(40),
-                    cpus: CpuSet::single(CpuId(3)),
-                },
-                old: Some("0".into()),
-                result: Ok(true),
-            }],
-        };
+        let mut report = written_40_to_3();
         recheck_on_twin(&root, &mut report);
         twin.join().unwrap();
         assert_eq!(
@@ -142,16 +147,7 @@ mod tests {
     #[test]
     fn fixtures_are_not_waited_for() {
         let d = tempfile::tempdir().unwrap();
-        let mut report = ApplyReport {
-            outcomes: vec![Outcome {
-                action: Action::SetAffinity {
-                    irq: IrqNum(40),
-                    cpus: CpuSet::single(CpuId(3)),
-                },
-                old: Some("0".into()),
-                result: Ok(true),
-            }],
-        };
+        let mut report = written_40_to_3();
         let started = Instant::now();
         recheck_on_twin(&Root::new(d.path()), &mut report);
         assert!(started.elapsed() < Duration::from_secs(1));

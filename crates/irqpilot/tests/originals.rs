@@ -15,6 +15,7 @@
 
 mod common;
 
+use common::{irq_files, wait_for};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -52,23 +53,6 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Every file under `proc/irq`, byte for byte.
-fn irq_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else {
-                out.insert(p.clone(), std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(&root.join("proc/irq"), &mut out);
-    out
-}
-
 /// The files that differ from `before`.
 fn changed(root: &Path, before: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<PathBuf> {
     let now = irq_files(root);
@@ -77,18 +61,6 @@ fn changed(root: &Path, before: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<PathBuf> {
         .filter(|(p, v)| now.get(*p) != Some(*v))
         .map(|(p, _)| p.clone())
         .collect()
-}
-
-/// Polls `cond` every 20 ms for up to 60 s.
-fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    cond()
 }
 
 fn daemon(root: &Path, cfg: &Path, extra: &[&str]) -> Child {
@@ -242,16 +214,8 @@ fn affinities_that_are_not_cpu_lists_are_left_alone() {
     let out = run(&root, &cfg, &["--format", "json", "apply", "--sample", "0"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let result = |irq: u64| {
-        v["outcomes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["action"]["irq"] == irq)
-            .map(|o| o["result"].as_str().unwrap().to_string())
-    };
     for irq in [24, 25, 26] {
-        let r = result(irq);
+        let r = common::result_of(&v, irq);
         assert!(
             r.is_none() || r.as_deref() == Some("left-alone"),
             "IRQ {irq}: {r:?}"

@@ -4,8 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{irq_files, wait_for};
+use std::path::Path;
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_irqpilot");
@@ -73,35 +75,6 @@ fn json(out: &Output) -> serde_json::Value {
             String::from_utf8_lossy(&out.stderr)
         )
     })
-}
-
-/// Every file under `proc/irq`, byte for byte.
-/// Polls `cond` every 20 ms for up to 30 s.
-fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while std::time::Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    cond()
-}
-
-fn irq_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else {
-                out.insert(p.clone(), std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(&root.join("proc/irq"), &mut out);
-    out
 }
 
 fn cpulist(v: &serde_json::Value) -> String {
@@ -256,15 +229,7 @@ fn refusals_are_reported_the_rest_applied_and_exit_is_partial() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v = json(&out);
-    let kind = |irq: u64| {
-        v["outcomes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["action"]["irq"] == irq)
-            .map(|o| o["result"].as_str().unwrap().to_string())
-            .unwrap()
-    };
+    let kind = |irq: u64| common::result_of(&v, irq).unwrap();
     assert_eq!(kind(812), "no-vector-space");
     assert_eq!(kind(813), "managed");
     assert_eq!(kind(814), "invalid");
