@@ -58,7 +58,13 @@ impl FindingsConfig {
         let ranges = [
             ("heavy_min_per_sec", self.heavy_min_per_sec, 0.0, 1e9, false),
             ("heavy_min_share", self.heavy_min_share, 0.0, 1.0, false),
-            ("vector_warn_fraction", self.vector_warn_fraction, 0.0, 1.0, true),
+            (
+                "vector_warn_fraction",
+                self.vector_warn_fraction,
+                0.0,
+                1.0,
+                true,
+            ),
         ];
         for (field, v, lo, hi, open) in ranges {
             if let Err(why) = check_range(v, lo, hi, open) {

@@ -104,7 +104,9 @@ impl EthtoolChannels {
     /// Decodes the first 36 bytes of `data` (native endianness).
     pub fn from_bytes(data: &[u8]) -> Option<EthtoolChannels> {
         let w = |i: usize| -> Option<u32> {
-            Some(u32::from_ne_bytes(data.get(4 * i..4 * i + 4)?.try_into().ok()?))
+            Some(u32::from_ne_bytes(
+                data.get(4 * i..4 * i + 4)?.try_into().ok()?,
+            ))
         };
         Some(EthtoolChannels {
             cmd: w(0)?,
@@ -277,7 +279,14 @@ mod tests {
     #[test]
     fn fixture_roots_never_reach_an_interface() {
         let d = tempfile::tempdir().unwrap();
-        let (old, r) = apply_channels(&crate::Root::new(d.path()), None, "eth0", Some(2), None, None);
+        let (old, r) = apply_channels(
+            &crate::Root::new(d.path()),
+            None,
+            "eth0",
+            Some(2),
+            None,
+            None,
+        );
         assert_eq!(old, None);
         match r {
             Err(ApplyError::Other { message }) => {

@@ -649,7 +649,11 @@ impl RevertReport {
     }
 
     fn count(&self, f: impl Fn(&Result<bool, ApplyError>) -> bool) -> usize {
-        self.applied.outcomes.iter().filter(|o| f(&o.result)).count()
+        self.applied
+            .outcomes
+            .iter()
+            .filter(|o| f(&o.result))
+            .count()
     }
 }
 

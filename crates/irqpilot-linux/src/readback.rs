@@ -120,8 +120,11 @@ mod tests {
         let irq_dir = d.path().join("proc/irq/40");
         std::fs::create_dir_all(&irq_dir).unwrap();
         std::fs::write(irq_dir.join("smp_affinity_list"), "3\n").unwrap();
-        std::fs::write(d.path().join(TWIN_READY_FILE), format!("{}\n", std::process::id()))
-            .unwrap();
+        std::fs::write(
+            d.path().join(TWIN_READY_FILE),
+            format!("{}\n", std::process::id()),
+        )
+        .unwrap();
         std::fs::write(d.path().join(TWIN_STEP_FILE), "7\n").unwrap();
         // A stand-in twin: steps twice, refusing the write (old text back) on the way.
         let step = d.path().join(TWIN_STEP_FILE);

@@ -216,8 +216,11 @@ mod tests {
             assert_eq!(Root::new("/").backing(), Backing::Kernel);
         }
         // A twin tree names its process: alive (this test) is a twin, gone is a fixture.
-        std::fs::write(d.path().join(TWIN_READY_FILE), format!("{}\n", std::process::id()))
-            .unwrap();
+        std::fs::write(
+            d.path().join(TWIN_READY_FILE),
+            format!("{}\n", std::process::id()),
+        )
+        .unwrap();
         assert_eq!(
             r.backing(),
             Backing::Twin {

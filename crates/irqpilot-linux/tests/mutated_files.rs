@@ -226,7 +226,11 @@ fn names_the_file(e: &PlatformError, path: &Path, text: Option<&[u8]>) -> Result
             message,
         } => {
             if p != path {
-                return Err(format!("parse error names {} not {}", p.display(), path.display()));
+                return Err(format!(
+                    "parse error names {} not {}",
+                    p.display(),
+                    path.display()
+                ));
             }
             if *line > n_lines + 1 || message.is_empty() {
                 return Err(format!("line {line} of {n_lines}: {message:?}"));
@@ -288,10 +292,7 @@ fn run_on(root: &Path, n: u32) {
         .filter(|f| root.join(f).is_file())
         .map(|f| f.to_string())
         .collect();
-    let pick = prop_oneof![
-        prop::sample::select(key),
-        prop::sample::select(all),
-    ];
+    let pick = prop_oneof![prop::sample::select(key), prop::sample::select(all),];
     let mut runner = TestRunner::new(Config {
         cases: n,
         failure_persistence: None,

@@ -266,5 +266,9 @@ fn online_cpus_come_from_proc_interrupts_when_cpu_online_cannot_be_trusted() {
     let m = LinuxPlatform::with_root(&root).machine().unwrap();
     assert_eq!(m.topology.online, l("0-1"));
     assert_eq!(m.housekeeping(), l("0-1"));
-    assert!(m.gaps.iter().any(|g| g.path == "sys/devices/system/cpu/online"));
+    assert!(
+        m.gaps
+            .iter()
+            .any(|g| g.path == "sys/devices/system/cpu/online")
+    );
 }

@@ -170,15 +170,39 @@ mod tests {
     #[test]
     fn every_section_is_checked_and_names_the_key() {
         for (text, key) in [
-            ("[findings]\nvector_capacity = 0", "findings.vector_capacity"),
-            ("[findings]\nheavy_min_share = -0.5", "findings.heavy_min_share"),
-            ("[findings]\nheavy_min_share = nan", "findings.heavy_min_share"),
-            ("[findings]\nheavy_min_per_sec = inf", "findings.heavy_min_per_sec"),
-            ("[findings]\nvector_warn_fraction = 0.0", "findings.vector_warn_fraction"),
-            ("[placement]\nheavy_min_load = 2", "placement.heavy_min_load"),
-            ("[placement]\ntolerance_relative = 2", "placement.tolerance_relative"),
+            (
+                "[findings]\nvector_capacity = 0",
+                "findings.vector_capacity",
+            ),
+            (
+                "[findings]\nheavy_min_share = -0.5",
+                "findings.heavy_min_share",
+            ),
+            (
+                "[findings]\nheavy_min_share = nan",
+                "findings.heavy_min_share",
+            ),
+            (
+                "[findings]\nheavy_min_per_sec = inf",
+                "findings.heavy_min_per_sec",
+            ),
+            (
+                "[findings]\nvector_warn_fraction = 0.0",
+                "findings.vector_warn_fraction",
+            ),
+            (
+                "[placement]\nheavy_min_load = 2",
+                "placement.heavy_min_load",
+            ),
+            (
+                "[placement]\ntolerance_relative = 2",
+                "placement.tolerance_relative",
+            ),
             ("[placement]\nload_shift = 0", "placement.load_shift"),
-            ("[placement]\ninterrupt_cost_us = 0", "placement.interrupt_cost_us"),
+            (
+                "[placement]\ninterrupt_cost_us = 0",
+                "placement.interrupt_cost_us",
+            ),
             (
                 "[placement]\ninterrupt_cost_us = 10\nmax_interrupt_cost_us = 5",
                 "placement.max_interrupt_cost_us",

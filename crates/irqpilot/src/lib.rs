@@ -36,7 +36,11 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         eprintln!("irqpilot: note: --root {}: {why}", root.display());
     }
     let settings = Settings {
-        root: cli.global.root.clone().unwrap_or_else(|| PathBuf::from("/")),
+        root: cli
+            .global
+            .root
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/")),
         format: cli.global.format,
         config: Config::load(cli.global.config.as_deref())?,
     };

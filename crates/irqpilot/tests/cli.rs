@@ -212,7 +212,10 @@ fn snapshot_json_contract() {
     assert_eq!(rows[11]["irq"], "36");
     assert_eq!(rows[11]["per_cpu"], json!([0, 33162]));
     let rx = rows.iter().find(|r| r["irq"] == "38").unwrap();
-    assert_eq!(rx["name"], "virtio2-input.0", "the table's NAME, as lsirq --json has it");
+    assert_eq!(
+        rx["name"], "virtio2-input.0",
+        "the table's NAME, as lsirq --json has it"
+    );
     let nmi = rows.iter().find(|r| r["irq"] == "NMI").unwrap();
     assert_eq!(
         nmi,
@@ -515,7 +518,10 @@ fn roots_that_are_not_machines_and_roots_a_command_ignores_are_said() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("/nonexistent/proc/interrupts"), "{err}");
-    assert!(!out.exists(), "nothing written for a root that is not there");
+    assert!(
+        !out.exists(),
+        "nothing written for a root that is not there"
+    );
     // Commands that do not read a machine through --root say so.
     let o = irqpilot(&["--root", "/tmp", "sim", "--list"]);
     assert!(o.status.success());
@@ -537,7 +543,11 @@ fn roots_that_are_not_machines_and_roots_a_command_ignores_are_said() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("ignored: `fixture generate`"));
     // No note when --root is not given.
     let o = irqpilot(&["sim", "--list"]);
-    assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]

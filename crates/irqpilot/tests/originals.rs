@@ -128,7 +128,11 @@ fn revert_and_apply_while_the_daemon_runs_are_refused_and_nothing_is_lost() {
         let started = Instant::now();
         let out = run(&root, &cfg, &args);
         let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?} ran beside the daemon: {err}");
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?} ran beside the daemon: {err}"
+        );
         assert!(
             err.contains(&format!("daemon (pid {pid})")) && err.contains("stop it first"),
             "{args:?}: {err}"
@@ -164,11 +168,7 @@ fn two_applies_at_once_keep_the_first_originals() {
             .unwrap();
         for c in [a, b] {
             let out = c.wait_with_output().unwrap();
-            assert!(
-                out.status.success(),
-                "round {round}: {}",
-                text(&out.stderr)
-            );
+            assert!(out.status.success(), "round {round}: {}", text(&out.stderr));
         }
         assert!(!changed(&root, &before).is_empty());
         assert_reverted(&root, &cfg, &before);
@@ -221,7 +221,11 @@ fn affinities_that_are_not_cpu_lists_are_left_alone() {
             "IRQ {irq}: {r:?}"
         );
         let f = root.join(format!("proc/irq/{irq}/smp_affinity_list"));
-        assert_eq!(std::fs::read(&f).unwrap(), before[&f], "IRQ {irq} was written");
+        assert_eq!(
+            std::fs::read(&f).unwrap(),
+            before[&f],
+            "IRQ {irq} was written"
+        );
     }
     assert!(v["written"].as_u64().unwrap() > 0);
     assert_reverted(&root, &cfg, &before);
@@ -246,13 +250,23 @@ fn a_bad_sample_is_skipped_and_every_way_out_restores() {
     let (status, err) = stop(d);
     assert!(status.success(), "{err}");
     assert!(err.contains("sample skipped"), "{err}");
-    assert!(changed(&root, &before).is_empty(), "not restored on SIGTERM");
+    assert!(
+        changed(&root, &before).is_empty(),
+        "not restored on SIGTERM"
+    );
 
     // The end of --iterations.
-    let out = run(&root, &cfg, &["daemon", "--iterations", "2", "--restore-on-exit"]);
+    let out = run(
+        &root,
+        &cfg,
+        &["daemon", "--iterations", "2", "--restore-on-exit"],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("restored"));
-    assert!(changed(&root, &before).is_empty(), "not restored after --iterations");
+    assert!(
+        changed(&root, &before).is_empty(),
+        "not restored after --iterations"
+    );
 
     // An error that ends the loop: stdout closed under it.
     let mut d = cmd(&root, &cfg, &["daemon", "--restore-on-exit"])
@@ -266,6 +280,12 @@ fn a_bad_sample_is_skipped_and_every_way_out_restores() {
     while d.try_wait().unwrap().is_none() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(d.try_wait().unwrap().is_some(), "still running without its stdout");
-    assert!(changed(&root, &before).is_empty(), "not restored on an error exit");
+    assert!(
+        d.try_wait().unwrap().is_some(),
+        "still running without its stdout"
+    );
+    assert!(
+        changed(&root, &before).is_empty(),
+        "not restored on an error exit"
+    );
 }

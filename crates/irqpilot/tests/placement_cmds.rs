@@ -175,7 +175,11 @@ fn apply_then_revert_restores_every_byte() {
         let journal = root.join("var/lib/irqpilot/journal.json");
         assert!(journal.exists());
         // A fixture has no kernel to move an IRQ: no effective CPUs are claimed.
-        assert!(v["notes"].to_string().contains("fixture: effective affinity not simulated"));
+        assert!(
+            v["notes"]
+                .to_string()
+                .contains("fixture: effective affinity not simulated")
+        );
         assert!(
             v["outcomes"]
                 .as_array()

@@ -48,7 +48,14 @@ fn writes_the_twin_puts_back_are_reported_refused() {
     let dir = scratch_dir();
     let root = dir.path().join("twin");
     let mut twin = Command::new(env!("CARGO_BIN_EXE_irqpilot"))
-        .args(["sim", "isolation-rt-24cpu", "--duration", "600s", "--realtime", "1"])
+        .args([
+            "sim",
+            "isolation-rt-24cpu",
+            "--duration",
+            "600s",
+            "--realtime",
+            "1",
+        ])
         .arg("--export-root")
         .arg(&root)
         .stdout(Stdio::null())
@@ -70,11 +77,22 @@ fn writes_the_twin_puts_back_are_reported_refused() {
     };
     let before = lists();
     let out = irqpilot(&[
-        "--root", root_s, "--config", "/dev/null", "--format", "json", "isolate", "--cpus",
-        "4-23", "--apply",
+        "--root",
+        root_s,
+        "--config",
+        "/dev/null",
+        "--format",
+        "json",
+        "isolate",
+        "--cpus",
+        "4-23",
+        "--apply",
     ]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    let outcomes = v["applied"]["outcomes"].as_array().cloned().unwrap_or_default();
+    let outcomes = v["applied"]["outcomes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let not_taken: Vec<&serde_json::Value> = outcomes
         .iter()
         .filter(|o| o["result"] == "not-taken")
@@ -98,7 +116,11 @@ fn writes_the_twin_puts_back_are_reported_refused() {
             assert_eq!(o["effective"], o["action"]["cpus"], "{o}");
         }
     }
-    assert!(reverted.status.success(), "{}", String::from_utf8_lossy(&reverted.stderr));
+    assert!(
+        reverted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reverted.stderr)
+    );
     assert_eq!(restored, before);
 }
 
@@ -111,20 +133,46 @@ fn the_export_goes_only_where_nothing_would_be_written_over() {
     std::fs::write(taken.join("notes.txt"), "mine\n").unwrap();
     let run = |root: &str| {
         irqpilot(&[
-            "sim", "isolation-rt-24cpu", "--duration", "20ms", "--export-root", root,
+            "sim",
+            "isolation-rt-24cpu",
+            "--duration",
+            "20ms",
+            "--export-root",
+            root,
         ])
     };
     let out = run(taken.to_str().unwrap());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("not an empty directory nor an earlier export"), "{err}");
-    assert_eq!(std::fs::read_dir(&taken).unwrap().count(), 1, "nothing written");
+    assert!(
+        err.contains("not an empty directory nor an earlier export"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&taken).unwrap().count(),
+        1,
+        "nothing written"
+    );
     let out = run("/");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("this machine's root"), "{err}");
     // An earlier export (its twin has ended) is written over.
     let twin = dir.path().join("twin");
-    ok(&["sim", "isolation-rt-24cpu", "--duration", "20ms", "--export-root", twin.to_str().unwrap()]);
-    ok(&["sim", "isolation-rt-24cpu", "--duration", "20ms", "--export-root", twin.to_str().unwrap()]);
+    ok(&[
+        "sim",
+        "isolation-rt-24cpu",
+        "--duration",
+        "20ms",
+        "--export-root",
+        twin.to_str().unwrap(),
+    ]);
+    ok(&[
+        "sim",
+        "isolation-rt-24cpu",
+        "--duration",
+        "20ms",
+        "--export-root",
+        twin.to_str().unwrap(),
+    ]);
 }

@@ -150,12 +150,7 @@ pub enum PlacementConfigError {
 }
 
 /// A finite `v` in `lo..=hi`, or `(lo, hi]` when `open` (a zero there breaks the policy).
-pub(crate) fn check_range(
-    v: f64,
-    lo: f64,
-    hi: f64,
-    open: bool,
-) -> Result<(), String> {
+pub(crate) fn check_range(v: f64, lo: f64, hi: f64, open: bool) -> Result<(), String> {
     let ok = v.is_finite() && v <= hi && if open { v > lo } else { v >= lo };
     if ok {
         Ok(())
@@ -180,15 +175,33 @@ impl PlacementConfig {
         let ranges = [
             ("heavy_min_load", self.heavy_min_load, 0.0, 1.0, true),
             ("tolerance", self.tolerance, 0.0, 1.0, true),
-            ("tolerance_relative", self.tolerance_relative, 0.0, 1.0, false),
+            (
+                "tolerance_relative",
+                self.tolerance_relative,
+                0.0,
+                1.0,
+                false,
+            ),
             ("smt_weight", self.smt_weight, 0.0, 100.0, false),
             ("llc_weight", self.llc_weight, 0.0, 100.0, false),
             ("package_weight", self.package_weight, 0.0, 100.0, false),
-            ("queue_spread_weight", self.queue_spread_weight, 0.0, 100.0, false),
+            (
+                "queue_spread_weight",
+                self.queue_spread_weight,
+                0.0,
+                100.0,
+                false,
+            ),
             ("numa_penalty", self.numa_penalty, 0.0, 100.0, false),
             // One interrupt costs at least some time; a second is the ceiling of sense.
             ("interrupt_cost_us", self.interrupt_cost_us, 0.0, 1e6, true),
-            ("max_interrupt_cost_us", self.max_interrupt_cost_us, 0.0, 1e6, true),
+            (
+                "max_interrupt_cost_us",
+                self.max_interrupt_cost_us,
+                0.0,
+                1e6,
+                true,
+            ),
             // The relative change sum|L - L'| / max(sum L, sum L') lies in [0, 2].
             ("load_shift", self.load_shift, 0.0, 2.0, true),
         ];
@@ -201,7 +214,10 @@ impl PlacementConfig {
             return out(
                 "max_interrupt_cost_us",
                 self.max_interrupt_cost_us.to_string(),
-                format!("must be at least interrupt_cost_us ({})", self.interrupt_cost_us),
+                format!(
+                    "must be at least interrupt_cost_us ({})",
+                    self.interrupt_cost_us
+                ),
             );
         }
         if !(1..=65_535).contains(&self.vector_capacity) {
@@ -303,33 +319,81 @@ mod tests {
     #[test]
     fn every_value_has_a_range() {
         let bad: Vec<(PlacementConfig, &str)> = vec![
-            (PlacementConfig { heavy_min_load: 2.0, ..Default::default() }, "heavy_min_load"),
-            (PlacementConfig { heavy_min_load: 0.0, ..Default::default() }, "heavy_min_load"),
             (
-                PlacementConfig { tolerance_relative: 2.0, ..Default::default() },
+                PlacementConfig {
+                    heavy_min_load: 2.0,
+                    ..Default::default()
+                },
+                "heavy_min_load",
+            ),
+            (
+                PlacementConfig {
+                    heavy_min_load: 0.0,
+                    ..Default::default()
+                },
+                "heavy_min_load",
+            ),
+            (
+                PlacementConfig {
+                    tolerance_relative: 2.0,
+                    ..Default::default()
+                },
                 "tolerance_relative",
             ),
-            (PlacementConfig { load_shift: 0.0, ..Default::default() }, "load_shift"),
             (
-                PlacementConfig { interrupt_cost_us: 0.0, ..Default::default() },
+                PlacementConfig {
+                    load_shift: 0.0,
+                    ..Default::default()
+                },
+                "load_shift",
+            ),
+            (
+                PlacementConfig {
+                    interrupt_cost_us: 0.0,
+                    ..Default::default()
+                },
                 "interrupt_cost_us",
             ),
             (
-                PlacementConfig { max_interrupt_cost_us: 1.0, ..Default::default() },
+                PlacementConfig {
+                    max_interrupt_cost_us: 1.0,
+                    ..Default::default()
+                },
                 "max_interrupt_cost_us",
             ),
-            (PlacementConfig { numa_penalty: -1.0, ..Default::default() }, "numa_penalty"),
-            (PlacementConfig { vector_capacity: 0, ..Default::default() }, "vector_capacity"),
             (
-                PlacementConfig { max_interval_ms: u64::MAX, ..Default::default() },
+                PlacementConfig {
+                    numa_penalty: -1.0,
+                    ..Default::default()
+                },
+                "numa_penalty",
+            ),
+            (
+                PlacementConfig {
+                    vector_capacity: 0,
+                    ..Default::default()
+                },
+                "vector_capacity",
+            ),
+            (
+                PlacementConfig {
+                    max_interval_ms: u64::MAX,
+                    ..Default::default()
+                },
                 "max_interval_ms",
             ),
             (
-                PlacementConfig { ban_names: vec!["[".into()], ..Default::default() },
+                PlacementConfig {
+                    ban_names: vec!["[".into()],
+                    ..Default::default()
+                },
                 "ban_names[0]",
             ),
             (
-                PlacementConfig { ban_names: vec!["ok*".into(), "".into()], ..Default::default() },
+                PlacementConfig {
+                    ban_names: vec!["ok*".into(), "".into()],
+                    ..Default::default()
+                },
                 "ban_names[1]",
             ),
             (

@@ -405,7 +405,10 @@ fn archives_are_never_overwritten_and_can_be_restored_again() {
         let (mut fake, mut journal) = p.into_parts();
         fake.check = false;
         let rep = revert(&mut fake, &mut journal).unwrap();
-        assert_eq!(rep.archived.as_deref(), archives(&path).last().map(|p| p.as_path()));
+        assert_eq!(
+            rep.archived.as_deref(),
+            archives(&path).last().map(|p| p.as_path())
+        );
     }
     let all = archives(&path);
     assert_eq!(all.len(), 3);
@@ -429,7 +432,10 @@ fn archives_are_never_overwritten_and_can_be_restored_again() {
 
 #[test]
 fn knobs_read_as_words() {
-    assert_eq!(Knob::Affinity { irq: IrqNum(814) }.to_string(), "IRQ 814 affinity");
+    assert_eq!(
+        Knob::Affinity { irq: IrqNum(814) }.to_string(),
+        "IRQ 814 affinity"
+    );
     assert_eq!(
         Knob::Coalesce {
             device: "eth0".into(),

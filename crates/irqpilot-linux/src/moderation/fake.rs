@@ -9,11 +9,11 @@ use super::ethtool::{
     PER_QUEUE_HEADER_LEN, PerQueueCoalesce,
 };
 use super::ethtool_io::EthtoolIo;
-use crate::channels::{ETHTOOL_GCHANNELS, ETHTOOL_SCHANNELS, EthtoolChannels};
 use super::nvme::{
     FID_IRQ_COALESCING, FID_IRQ_VECTOR_CONFIG, NvmeIo, OPC_GET_FEATURES, OPC_SET_FEATURES,
     PASSTHRU_LEN, PassthruCmd,
 };
+use crate::channels::{ETHTOOL_GCHANNELS, ETHTOOL_SCHANNELS, EthtoolChannels};
 use std::collections::BTreeMap;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -226,11 +226,7 @@ impl EthtoolIo for FakeEthtool {
                 } else {
                     have
                 };
-                let bytes = EthtoolChannels {
-                    cmd,
-                    ..reply
-                }
-                .to_bytes();
+                let bytes = EthtoolChannels { cmd, ..reply }.to_bytes();
                 data.get_mut(..bytes.len())
                     .ok_or_else(|| errno(libc::EFAULT))?
                     .copy_from_slice(&bytes);

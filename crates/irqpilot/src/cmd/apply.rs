@@ -13,8 +13,8 @@ use crate::cli::{ApplyArgs, Format};
 use anyhow::Result;
 use irqpilot_core::{Action, ApplyReport, CpuSet, Platform};
 use irqpilot_linux::Root;
-use irqpilot_linux::root::Backing;
 use irqpilot_linux::format::procirq;
+use irqpilot_linux::root::Backing;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::io::Write;
@@ -92,9 +92,9 @@ pub fn outcome_lines(root: &Root, report: &ApplyReport) -> Vec<OutcomeLine> {
                 _ => None,
             };
             let effective_note = match (&o.action, &effective) {
-                (Action::SetAffinity { cpus, .. }, Some(eff)) if !eff.is_subset(cpus) => Some(
-                    "pending: the kernel moves it when the IRQ next fires".to_string(),
-                ),
+                (Action::SetAffinity { cpus, .. }, Some(eff)) if !eff.is_subset(cpus) => {
+                    Some("pending: the kernel moves it when the IRQ next fires".to_string())
+                }
                 _ => None,
             };
             OutcomeLine {

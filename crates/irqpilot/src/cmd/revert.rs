@@ -163,11 +163,7 @@ fn print(settings: &Settings, out: &RevertOutput) -> Result<ExitCode> {
 fn render(out: &RevertOutput) -> String {
     let mut s = super::apply::render_outcomes(&out.apply.outcomes, "");
     for u in &out.unrestorable {
-        let _ = writeln!(
-            s,
-            "kept       {}: cannot be restored ({})",
-            u.knob, u.why
-        );
+        let _ = writeln!(s, "kept       {}: cannot be restored ({})", u.knob, u.why);
     }
     if !out.apply.outcomes.is_empty() || !out.unrestorable.is_empty() {
         let _ = writeln!(

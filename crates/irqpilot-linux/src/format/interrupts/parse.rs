@@ -72,9 +72,11 @@ impl Seen {
             }
             None => {
                 let from = *self.first_named.get_or_insert(rows.len());
-                let dup = rows.get(from..).unwrap_or(&[]).iter().any(
-                    |r| matches!(&r.label, RowLabel::Named(s) if s.as_str() == label),
-                );
+                let dup = rows
+                    .get(from..)
+                    .unwrap_or(&[])
+                    .iter()
+                    .any(|r| matches!(&r.label, RowLabel::Named(s) if s.as_str() == label));
                 dup.then(|| format!("row `{}` is listed twice", show(label)))
             }
         }

@@ -472,9 +472,15 @@ fn repeated_rows_and_columns_are_errors_at_their_line() {
     let e = err(&format!(
         "{head}NMI:          0          0   Non-maskable interrupts\nLOC:          1          1   Local timer interrupts\nNMI:          0          0   Non-maskable interrupts\n"
     ));
-    assert_eq!((e.line, e.message.as_str()), (4, "row `NMI` is listed twice"));
+    assert_eq!(
+        (e.line, e.message.as_str()),
+        (4, "row `NMI` is listed twice")
+    );
     let e = err("           CPU0       CPU1       CPU0\n");
-    assert_eq!((e.line, e.message.as_str()), (1, "CPU0 appears twice in the header"));
+    assert_eq!(
+        (e.line, e.message.as_str()),
+        (1, "CPU0 appears twice in the header")
+    );
     // Out of order but distinct: accepted (captures are sometimes edited by hand).
     let t = parse_interrupts(&format!(
         "{head} 30:          1          2   PCI-MSI 1-edge      a\n 24:          1          2   PCI-MSI 2-edge      b\n"

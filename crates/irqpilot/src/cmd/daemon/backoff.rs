@@ -58,7 +58,11 @@ mod tests {
         let e = PlatformError::Other("bad".into());
         assert_eq!(b.wait_ns(1_000), 1_000);
         b.failed(&e, 1_000);
-        assert_eq!(b.wait_ns(1_000), 1_000, "the first retry comes at the normal pace");
+        assert_eq!(
+            b.wait_ns(1_000),
+            1_000,
+            "the first retry comes at the normal pace"
+        );
         b.failed(&e, 1_000);
         assert_eq!(b.wait_ns(1_000), 2_000);
         for _ in 0..100 {
