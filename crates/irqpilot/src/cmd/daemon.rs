@@ -26,8 +26,8 @@
 //! Output: one line per period (JSON lines with `--format json`: `{period, at_ns, moves,
 //! written, refused, next_interval_ms}`).
 
-mod backoff;
-mod restore;
+pub mod backoff;
+pub mod restore;
 
 use super::placement_common::{EXIT_PARTIAL, journaled, take_root};
 use crate::Settings;
