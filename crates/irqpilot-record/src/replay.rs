@@ -22,6 +22,18 @@ pub enum Speed {
     Max,
 }
 
+impl Speed {
+    /// A speed from a factor: recorded seconds per wall second, infinite (or not a positive
+    /// number) for [`Speed::Max`].
+    pub fn from_factor(x: f64) -> Speed {
+        if x.is_finite() && x > 0.0 {
+            Speed::Times(x)
+        } else {
+            Speed::Max
+        }
+    }
+}
+
 /// A recording replayed as a machine (see the module documentation).
 #[derive(Debug)]
 pub struct ReplayPlatform {

@@ -1,4 +1,7 @@
 //! Command-line arguments (clap derive). Global flags apply to every subcommand.
+//!
+//! `build.rs` compiles this file too, to write the man pages and shell completions the .deb
+//! installs: it may use only `std`, `clap`, `clap_complete`, `humantime` and `irqpilot_core`.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -19,10 +22,10 @@ pub struct Cli {
 /// Flags shared by every subcommand.
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// Directory standing for `/`: a live machine (default), a captured fixture, or a simulator's
-    /// exported tree.
-    #[arg(long, global = true, default_value = "/", value_name = "DIR")]
-    pub root: PathBuf,
+    /// Directory standing for `/`: a live machine (default `/`), a captured fixture, or a
+    /// simulator's exported tree.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
     /// Configuration file (TOML). Default: /etc/irqpilot/irqpilot.toml if it exists.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -80,6 +83,48 @@ pub enum Command {
     Sim(SimArgs),
     /// Benchmarks that measure this machine.
     Bench(BenchArgs),
+    /// Serve Prometheus / OpenMetrics metrics of this machine's interrupts over HTTP (read-only;
+    /// no root needed).
+    Exporter(ExporterArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+}
+
+/// `irqpilot completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// The metrics endpoint's options shared by `exporter` and `daemon --metrics`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct MetricsOptions {
+    /// Allow a metrics address that is not loopback (the endpoint has no authentication: put
+    /// it on a management network or behind a firewall).
+    #[arg(long)]
+    pub metrics_allow_remote: bool,
+    /// Also export one series per IRQ per CPU that took it (`irqpilot_irq_cpu_interrupts_total`;
+    /// tens of thousands of series on a large server, docs/metrics.md).
+    #[arg(long)]
+    pub per_cpu_irqs: bool,
+}
+
+/// `irqpilot exporter`.
+#[derive(Debug, Args)]
+pub struct ExporterArgs {
+    /// Address to serve `/metrics` on (default: `[metrics] listen` in the configuration, else
+    /// 127.0.0.1:9877).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+    /// Re-read the inventory (IRQ names, devices, affinities, coalescing) this often; IRQs that
+    /// come or go trigger a re-read at once.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub inventory_interval: Duration,
+    /// Endpoint options.
+    #[command(flatten)]
+    pub options: MetricsOptions,
 }
 
 /// `irqpilot moderate`.
@@ -243,6 +288,10 @@ pub struct ApplyArgs {
 /// `irqpilot revert`.
 #[derive(Debug, Args)]
 pub struct RevertArgs {
+    /// Put back the values of the newest archive (a finished revert's journal) that the
+    /// machine no longer holds; the journal itself must be empty.
+    #[arg(long)]
+    pub archived: bool,
     /// Journal location.
     #[command(flatten)]
     pub journal: JournalArg,
@@ -283,6 +332,13 @@ pub struct DaemonArgs {
     /// Journal location.
     #[command(flatten)]
     pub journal: JournalArg,
+    /// Serve Prometheus metrics on this address (as `irqpilot exporter`, plus what the daemon
+    /// did); default: `[metrics] listen` in the configuration, else none.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<String>,
+    /// Metrics endpoint options.
+    #[command(flatten)]
+    pub metrics_options: MetricsOptions,
 }
 
 /// Parses a cpulist argument (`4-23`, `0,2-3`).
@@ -314,9 +370,8 @@ pub struct RecordingArgs {
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
     /// With --replay: recorded seconds per wall second (10, 0.5) or max.
-    #[arg(long, default_value = "1", value_parser = crate::live::recording::parse_speed,
-          requires = "replay")]
-    pub speed: irqpilot_record::Speed,
+    #[arg(long, default_value = "1", value_parser = parse_speed, requires = "replay")]
+    pub speed: f64,
     /// With --replay: start this far into the recording (90s, 5m).
     #[arg(long, value_parser = parse_duration, requires = "replay")]
     pub seek: Option<Duration>,
@@ -414,6 +469,22 @@ pub struct GenerateArgs {
     pub seed: u64,
 }
 
+/// Parses a replay speed: recorded seconds per wall second (`10`, `0.5`, `4x`), or `max`
+/// (infinite: no waiting).
+pub fn parse_speed(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("max") {
+        return Ok(f64::INFINITY);
+    }
+    t.trim_end_matches(['x', 'X'])
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .ok_or_else(|| {
+            format!("bad speed {s:?}: a positive number (recorded seconds per second) or max")
+        })
+}
+
 /// Parses `100ms`, `1s`, `2.5s`, `250us`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if let Some(secs) = s
@@ -441,6 +512,15 @@ mod tests {
         assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
         assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn speeds() {
+        assert_eq!(parse_speed("max"), Ok(f64::INFINITY));
+        assert_eq!(parse_speed("10"), Ok(10.0));
+        assert_eq!(parse_speed("0.5x"), Ok(0.5));
+        assert!(parse_speed("0").is_err());
+        assert!(parse_speed("fast").is_err());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 mod report;
 mod summarize;
 
-use crate::live::devices::device_name;
+pub(crate) use crate::live::devices::{device_name, queue_label};
 pub use report::*;
 pub(crate) use summarize::gap_entry;
 use summarize::{cache_summary, queue_groups, topology_summary};

@@ -160,10 +160,7 @@ pub fn run(args: &TopArgs, settings: &Settings) -> Result<ExitCode> {
                     mono_ns: meta.start_mono_ns,
                 },
             );
-            let speed = match r.speed {
-                Speed::Times(x) => Some(x),
-                Speed::Max => None,
-            };
+            let speed = r.speed.is_finite().then_some(r.speed);
             state.replay = Some(ReplayInfo {
                 first_ns: first,
                 last_ns: last,

@@ -27,15 +27,15 @@ use crate::live::Sampler;
 use crate::live::recording::{Follower, meta_now, open_replay};
 use crate::progress::Progress;
 use crate::render::human::{self, push_si};
-use anyhow::{Context, Result, bail};
+use crate::service::{Event, Events};
+use anyhow::Result;
 use irqpilot_core::{CpuId, Machine, Platform};
 use irqpilot_linux::LinuxPlatform;
+use irqpilot_record::Speed;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// Runs `irqpilot watch`.
@@ -49,7 +49,7 @@ pub fn run(args: &WatchArgs, settings: &Settings) -> Result<ExitCode> {
 fn interval_ns(d: Duration) -> Result<u64> {
     let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
     if ns == 0 {
-        bail!("--interval must be longer than 0");
+        return crate::usage("--interval must be longer than 0");
     }
     Ok(ns)
 }
@@ -66,20 +66,23 @@ fn live(args: &WatchArgs, settings: &Settings) -> Result<ExitCode> {
     });
     let mut follower = Follower::new(&settings.root, &machine, record)?;
     // While recording, Ctrl-C and SIGTERM end the loop so the last block reaches the file.
-    let stop = Arc::new(AtomicBool::new(false));
-    if follower.recording().is_some() {
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register(sig, Arc::clone(&stop))
-                .context("installing signal handlers")?;
-        }
-    }
+    let events = match follower.recording() {
+        Some(_) => Some(Events::install()?),
+        None => None,
+    };
+    let mut stopped = false;
     let mut out = std::io::stdout().lock();
     let looped = drive(
         &mut platform,
         &mut watcher,
         interval_ns,
         args.count,
-        &mut |_| stop.load(Ordering::SeqCst),
+        &mut |_| {
+            while let Some(e) = events.as_ref().and_then(Events::try_next) {
+                stopped |= matches!(e, Event::Terminate(_));
+            }
+            stopped
+        },
         &mut |p, sampler, ready| follower.after_sample(p, sampler, ready).map(|_| ()),
         &mut |text| out.write_all(text.as_bytes()).and_then(|()| out.flush()),
     );
@@ -101,7 +104,7 @@ fn live(args: &WatchArgs, settings: &Settings) -> Result<ExitCode> {
 
 fn replay(args: &WatchArgs, settings: &Settings, path: &Path) -> Result<ExitCode> {
     let r = &args.recording;
-    let (rec, mut platform) = open_replay(path, r.speed, r.seek)?;
+    let (rec, mut platform) = open_replay(path, Speed::from_factor(r.speed), r.seek)?;
     let meta = rec.meta();
     let interval = args
         .interval

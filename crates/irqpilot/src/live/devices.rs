@@ -38,11 +38,15 @@ pub fn kind_name(q: Option<&Queue>) -> &'static str {
     }
 }
 
-/// A queue's short label: kind and index (`txrx3`, `io12`, `misc`).
-pub fn queue_label(q: &Queue) -> String {
-    match q.index {
-        Some(i) => format!("{}{i}", kind_name(Some(q))),
-        None => kind_name(Some(q)).to_string(),
+/// A queue as one label: kind and index (`rx0`, `txrx3`, `io7`), the kind alone without an
+/// index (`misc`), empty for an IRQ that is no queue.
+pub fn queue_label(q: Option<&Queue>) -> String {
+    match q {
+        None => String::new(),
+        Some(q) => match q.index {
+            Some(i) => format!("{}{i}", kind_name(Some(q))),
+            None => kind_name(Some(q)).to_string(),
+        },
     }
 }
 
@@ -75,7 +79,7 @@ impl DeviceIndex {
                     i.irq,
                     IrqLabel {
                         device: name.clone(),
-                        queue: i.queue.as_ref().map(queue_label).unwrap_or_default(),
+                        queue: queue_label(i.queue.as_ref()),
                         node: dev.numa_node.or(i.node),
                     },
                 );
@@ -85,7 +89,7 @@ impl DeviceIndex {
             labels.entry(i.irq).or_insert_with(|| match &i.queue {
                 Some(q) => IrqLabel {
                     device: q.owner.clone(),
-                    queue: queue_label(q),
+                    queue: queue_label(Some(q)),
                     node: i.node,
                 },
                 None => IrqLabel::default(),
@@ -104,7 +108,7 @@ impl DeviceIndex {
             .find_map(queue::recognise)
             .map(|q| IrqLabel {
                 device: q.owner.clone(),
-                queue: queue_label(&q),
+                queue: queue_label(Some(&q)),
                 node: None,
             })
             .unwrap_or_default()

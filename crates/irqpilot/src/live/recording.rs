@@ -195,33 +195,3 @@ pub fn replayed_changes(replay: &ReplayPlatform, m: &Machine) -> Vec<Change> {
         })
         .collect()
 }
-
-/// Parses a replay speed: recorded seconds per wall second (`10`, `0.5`, `4x`) or `max`.
-pub fn parse_speed(s: &str) -> Result<Speed, String> {
-    let t = s.trim();
-    if t.eq_ignore_ascii_case("max") {
-        return Ok(Speed::Max);
-    }
-    t.trim_end_matches(['x', 'X'])
-        .parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .map(Speed::Times)
-        .ok_or_else(|| {
-            format!("bad speed {s:?}: a positive number (recorded seconds per second) or max")
-        })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn speeds() {
-        assert_eq!(parse_speed("max"), Ok(Speed::Max));
-        assert_eq!(parse_speed("10"), Ok(Speed::Times(10.0)));
-        assert_eq!(parse_speed("0.5x"), Ok(Speed::Times(0.5)));
-        assert!(parse_speed("0").is_err());
-        assert!(parse_speed("fast").is_err());
-    }
-}
