@@ -177,9 +177,15 @@ mod tests {
         assert!(v.line().contains("no journal"), "{}", v.line());
         // A journal with two knobs; the latest IRQ's affinity file says where it is now.
         let mut j = Journal::open(&path).unwrap_or_else(|e| panic!("{e}"));
-        j.record(Knob::DefaultAffinity, "ff".into());
-        j.record(Knob::Affinity { irq: IrqNum(24) }, "0-3".into());
-        j.save().unwrap_or_else(|e| panic!("{e}"));
+        let entry = |knob, old: &str| irqpilot_linux::journal::Entry {
+            knob,
+            old: old.to_string(),
+        };
+        j.add(vec![
+            entry(Knob::DefaultAffinity, "ff"),
+            entry(Knob::Affinity { irq: IrqNum(24) }, "0-3"),
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
         std::fs::create_dir_all(root.join("proc/irq/24")).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(root.join("proc/irq/24/smp_affinity_list"), "5\n")
             .unwrap_or_else(|e| panic!("{e}"));
