@@ -38,6 +38,54 @@ impl Default for FindingsConfig {
     }
 }
 
+/// A `[findings]` value out of its range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("findings.{field} = {value}: {why}")]
+pub struct FindingsConfigError {
+    /// The key.
+    pub field: &'static str,
+    /// The value given.
+    pub value: String,
+    /// The range.
+    pub why: String,
+}
+
+impl FindingsConfig {
+    /// Checks every value is in its range (a zero vector capacity would report "about 0
+    /// available"; a negative or NaN share would make every or no IRQ heavy).
+    pub fn validate(&self) -> Result<(), FindingsConfigError> {
+        use crate::placement::config::check_range;
+        let ranges = [
+            ("heavy_min_per_sec", self.heavy_min_per_sec, 0.0, 1e9, false),
+            ("heavy_min_share", self.heavy_min_share, 0.0, 1.0, false),
+            (
+                "vector_warn_fraction",
+                self.vector_warn_fraction,
+                0.0,
+                1.0,
+                true,
+            ),
+        ];
+        for (field, v, lo, hi, open) in ranges {
+            if let Err(why) = check_range(v, lo, hi, open) {
+                return Err(FindingsConfigError {
+                    field,
+                    value: v.to_string(),
+                    why,
+                });
+            }
+        }
+        if !(1..=65_535).contains(&self.vector_capacity) {
+            return Err(FindingsConfigError {
+                field: "vector_capacity",
+                value: self.vector_capacity.to_string(),
+                why: "must be in 1-65535 (device vectors per CPU; x86 has about 200)".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// How much a finding matters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -205,20 +253,19 @@ pub fn findings(m: &Machine, rates: Option<&Rates>, cfg: &FindingsConfig) -> Vec
     }
     let isolated = m.isolation.isolated_cpus();
 
-    // Measured rate of each IRQ: total and per CPU.
-    let mut measured: HashMap<IrqNum, (f64, Vec<(CpuId, f64)>)> = HashMap::new();
+    // Measured rate of each IRQ: total, and per CPU aligned with `cpus` (borrowed: a report
+    // checks findings hundreds of times on machines with thousands of IRQ x CPU cells).
+    let cpus: &[CpuId] = rates.map_or(&[], |r| &r.cpus);
+    let mut measured: HashMap<IrqNum, (f64, &[f64])> = HashMap::new();
     if let Some(r) = rates {
         for row in &r.rows {
             if let RowLabel::Irq(n) = row.label {
-                let per: Vec<(CpuId, f64)> = r
-                    .cpus
-                    .iter()
-                    .copied()
-                    .zip(row.per_cpu_per_sec.iter().copied())
-                    .collect();
-                measured.insert(n, (row.total_per_sec, per));
+                measured.insert(n, (row.total_per_sec, &row.per_cpu_per_sec));
             }
         }
+    }
+    fn per_cpu<'a>(cpus: &'a [CpuId], per: &'a [f64]) -> impl Iterator<Item = (CpuId, f64)> + 'a {
+        cpus.iter().copied().zip(per.iter().copied())
     }
 
     // Heavy IRQs sharing a CPU (needs measurements).
@@ -238,7 +285,7 @@ pub fn findings(m: &Machine, rates: Option<&Rates>, cfg: &FindingsConfig) -> Vec
                 continue;
             }
             // Attribute to the CPU that took most of it in the interval.
-            if let Some((cpu, _)) = per.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1)) {
+            if let Some((cpu, _)) = per_cpu(cpus, per).max_by(|a, b| a.1.total_cmp(&b.1)) {
                 heavy_on.entry(cpu).or_default().push((irq.irq, *total));
             }
         }
@@ -261,7 +308,7 @@ pub fn findings(m: &Machine, rates: Option<&Rates>, cfg: &FindingsConfig) -> Vec
     }
 
     for irq in m.irqs.values() {
-        let name = irq.name();
+        let name = || irq.name();
         if irq.is_device() && !isolated.is_empty() {
             let configured = irq
                 .delivered_to()
@@ -270,9 +317,8 @@ pub fn findings(m: &Machine, rates: Option<&Rates>, cfg: &FindingsConfig) -> Vec
             let mut hit = configured.clone();
             let mut rate = None;
             if let Some((_, per)) = measured.get(&irq.irq) {
-                let on_iso: Vec<&(CpuId, f64)> = per
-                    .iter()
-                    .filter(|(c, r)| isolated.contains(*c) && *r > 0.0)
+                let on_iso: Vec<(CpuId, f64)> = per_cpu(cpus, per)
+                    .filter(|(c, r)| *r > 0.0 && isolated.contains(*c))
                     .collect();
                 if !on_iso.is_empty() {
                     rate = Some(on_iso.iter().map(|(_, r)| r).sum());
@@ -282,7 +328,7 @@ pub fn findings(m: &Machine, rates: Option<&Rates>, cfg: &FindingsConfig) -> Vec
             if !hit.is_empty() {
                 out.push(Finding::DeviceIrqOnIsolatedCpu {
                     irq: irq.irq,
-                    name: name.clone(),
+                    name: name(),
                     cpus: hit,
                     rate_per_sec: rate,
                     managed: irq.managed,
@@ -297,7 +343,7 @@ pub fn findings(m: &Machine, rates: Option<&Rates>, cfg: &FindingsConfig) -> Vec
                     if cpu_node != dev_node && m.topology.nodes.len() > 1 {
                         out.push(Finding::RemoteNumaIrq {
                             irq: irq.irq,
-                            name: name.clone(),
+                            name: name(),
                             device_node: dev_node,
                             cpu,
                             cpu_node,

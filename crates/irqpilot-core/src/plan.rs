@@ -186,7 +186,14 @@ impl Action {
                 rx,
                 tx,
             } => {
-                format!("{device} channels combined={combined:?} rx={rx:?} tx={tx:?}")
+                // `ethtool -L` words: `eth0 channels combined 8`, `eth1 channels rx 4 tx 4`.
+                let mut text = format!("{device} channels");
+                for (name, n) in [("combined", combined), ("rx", rx), ("tx", tx)] {
+                    if let Some(n) = n {
+                        text.push_str(&format!(" {name} {n}"));
+                    }
+                }
+                text
             }
         }
     }
@@ -221,12 +228,49 @@ pub enum ApplyError {
         /// What the file said afterwards.
         readback: String,
     },
+    /// Not attempted: the knob's current value could not be put back once changed (a value no
+    /// kernel prints, or none at all), so it is left as it is: what `revert` could not
+    /// restore, `apply` does not touch.
+    #[error("left alone: {reason}")]
+    LeftAlone {
+        /// The knob and its value.
+        reason: String,
+    },
     /// Anything else, with the OS message.
     #[error("{message}")]
     Other {
         /// The message.
         message: String,
     },
+}
+
+impl ApplyError {
+    /// Every kind's stable name ([`ApplyError::kind_name`]), in declaration order.
+    pub const KIND_NAMES: &'static [&'static str] = &[
+        "vanished",
+        "permission-denied",
+        "managed",
+        "no-vector-space",
+        "invalid",
+        "unsupported",
+        "not-taken",
+        "other",
+    ];
+
+    /// A stable name for the kind of refusal, for counts in reports and metric labels.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            ApplyError::Vanished => "vanished",
+            ApplyError::PermissionDenied => "permission-denied",
+            ApplyError::Managed => "managed",
+            ApplyError::NoVectorSpace => "no-vector-space",
+            ApplyError::Invalid => "invalid",
+            ApplyError::Unsupported => "unsupported",
+            ApplyError::NotTaken { .. } => "not-taken",
+            ApplyError::LeftAlone { .. } => "left-alone",
+            ApplyError::Other { .. } => "other",
+        }
+    }
 }
 
 /// What happened to one action.
@@ -248,6 +292,24 @@ pub struct ApplyReport {
 }
 
 impl ApplyReport {
+    /// Every action of `plan` refused with `message` (a platform that cannot change anything:
+    /// a recording, a synthetic machine).
+    pub fn refuse_all(plan: &Plan, message: &str) -> ApplyReport {
+        ApplyReport {
+            outcomes: plan
+                .actions
+                .iter()
+                .map(|a| Outcome {
+                    action: a.clone(),
+                    old: None,
+                    result: Err(ApplyError::Other {
+                        message: message.to_string(),
+                    }),
+                })
+                .collect(),
+        }
+    }
+
     /// Number of refused actions.
     pub fn failures(&self) -> usize {
         self.outcomes.iter().filter(|o| o.result.is_err()).count()
@@ -267,6 +329,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_refusal_kind_is_named_once() {
+        let all = [
+            ApplyError::Vanished,
+            ApplyError::PermissionDenied,
+            ApplyError::Managed,
+            ApplyError::NoVectorSpace,
+            ApplyError::Invalid,
+            ApplyError::Unsupported,
+            ApplyError::NotTaken {
+                readback: String::new(),
+            },
+            ApplyError::Other {
+                message: String::new(),
+            },
+        ];
+        let names: Vec<&str> = all.iter().map(ApplyError::kind_name).collect();
+        assert_eq!(names, ApplyError::KIND_NAMES);
+    }
+
+    #[test]
     fn a_coalescing_action_reads_like_ethtool() {
         let a = Action::SetCoalesce {
             device: "eth0".into(),
@@ -282,5 +364,23 @@ mod tests {
             a.describe(),
             "eth0 coalesce rx-usecs 3 rx-frames 0 adaptive-rx off"
         );
+    }
+
+    #[test]
+    fn a_channels_action_reads_like_ethtool() {
+        let a = Action::SetChannels {
+            device: "eth0".into(),
+            combined: Some(8),
+            rx: None,
+            tx: None,
+        };
+        assert_eq!(a.describe(), "eth0 channels combined 8");
+        let b = Action::SetChannels {
+            device: "eth1".into(),
+            combined: None,
+            rx: Some(4),
+            tx: Some(4),
+        };
+        assert_eq!(b.describe(), "eth1 channels rx 4 tx 4");
     }
 }

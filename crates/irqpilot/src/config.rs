@@ -27,6 +27,21 @@ pub struct Config {
     /// `[moderation]`: the global moderator's targets (also written into the kernel's own soft
     /// moderation where the kernel has it).
     pub moderation: GlobalModerationConfig,
+    /// `[metrics]`: the Prometheus endpoint of `exporter` and `daemon`.
+    pub metrics: MetricsConfig,
+}
+
+/// `[metrics]`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// Address to serve metrics on, e.g. `127.0.0.1:9877` (`--listen` and `--metrics` override
+    /// it). Without it the daemon serves none and the exporter uses 127.0.0.1:9877.
+    pub listen: Option<String>,
+    /// Allow a `listen` address that is not loopback (as `--metrics-allow-remote`).
+    pub allow_remote: bool,
+    /// One series per IRQ per CPU that took it (as `--per-cpu-irqs`).
+    pub per_cpu_irqs: bool,
 }
 
 /// `[daemon]`.
@@ -45,12 +60,26 @@ impl Config {
     /// Parses configuration text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config> {
         let c: Config = toml::from_str(text).with_context(|| format!("config {origin}"))?;
+        c.findings
+            .validate()
+            .with_context(|| format!("config {origin}"))?;
+        if c.daemon
+            .journal
+            .as_ref()
+            .is_some_and(|j| j.as_os_str().is_empty())
+        {
+            anyhow::bail!("config {origin}: daemon.journal is empty: name a file or leave it out");
+        }
         c.placement
             .validate()
             .with_context(|| format!("config {origin}"))?;
         c.moderation
             .validate()
             .with_context(|| format!("config {origin}"))?;
+        if let Some(listen) = &c.metrics.listen {
+            crate::metrics::listen_address(listen, c.metrics.allow_remote, "metrics.listen")
+                .with_context(|| format!("config {origin}"))?;
+        }
         Ok(c)
     }
 
@@ -145,11 +174,84 @@ mod tests {
             ("hysteresis = 1.0", "moderation.hysteresis"),
             ("period_ms = 0", "moderation.period_ms"),
             ("exclude = [\"\"]", "moderation.exclude"),
+            ("exclude = [\"[\"]", "moderation.exclude"),
+            ("delay_us = 4294967295", "moderation.delay_us"),
+            ("period_ms = 100000000", "moderation.period_ms"),
+            ("rx_frames = 0", "moderation.rx_frames"),
             ("target_rate = 5.0", "target_rate"),
         ] {
             let e = Config::parse(&format!("[moderation]\n{text}\n"), "m.toml").unwrap_err();
             let msg = format!("{e:#}");
             assert!(msg.contains(key) && msg.contains("m.toml"), "{text}: {msg}");
+        }
+    }
+
+    #[test]
+    fn metrics_section_parses_and_refuses_a_remote_address_unless_allowed() {
+        let c = Config::parse("[metrics]\nlisten = \"127.0.0.1:9900\"\n", "t").unwrap();
+        assert_eq!(c.metrics.listen.as_deref(), Some("127.0.0.1:9900"));
+        let e = Config::parse("[metrics]\nlisten = \"0.0.0.0:9900\"\n", "m.toml").unwrap_err();
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains("metrics.listen") && msg.contains("m.toml"),
+            "{msg}"
+        );
+        assert!(
+            Config::parse(
+                "[metrics]\nlisten = \"0.0.0.0:9900\"\nallow_remote = true\n",
+                "t"
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn every_section_is_checked_and_names_the_key() {
+        for (text, key) in [
+            (
+                "[findings]\nvector_capacity = 0",
+                "findings.vector_capacity",
+            ),
+            (
+                "[findings]\nheavy_min_share = -0.5",
+                "findings.heavy_min_share",
+            ),
+            (
+                "[findings]\nheavy_min_share = nan",
+                "findings.heavy_min_share",
+            ),
+            (
+                "[findings]\nheavy_min_per_sec = inf",
+                "findings.heavy_min_per_sec",
+            ),
+            (
+                "[findings]\nvector_warn_fraction = 0.0",
+                "findings.vector_warn_fraction",
+            ),
+            (
+                "[placement]\nheavy_min_load = 2",
+                "placement.heavy_min_load",
+            ),
+            (
+                "[placement]\ntolerance_relative = 2",
+                "placement.tolerance_relative",
+            ),
+            ("[placement]\nload_shift = 0", "placement.load_shift"),
+            (
+                "[placement]\ninterrupt_cost_us = 0",
+                "placement.interrupt_cost_us",
+            ),
+            (
+                "[placement]\ninterrupt_cost_us = 10\nmax_interrupt_cost_us = 5",
+                "placement.max_interrupt_cost_us",
+            ),
+            ("[placement]\nban_names = [\"[\"]", "placement.ban_names[0]"),
+            ("[placement]\nban_names = [\"\"]", "placement.ban_names[0]"),
+            ("[daemon]\njournal = \"\"", "daemon.journal"),
+        ] {
+            let e = Config::parse(&format!("{text}\n"), "c.toml").unwrap_err();
+            let msg = format!("{e:#}");
+            assert!(msg.contains(key) && msg.contains("c.toml"), "{text}: {msg}");
         }
     }
 

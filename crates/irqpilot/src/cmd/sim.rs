@@ -11,12 +11,14 @@
 
 use crate::Settings;
 use crate::cli::{Format, SimArgs};
+use crate::progress::Progress;
 use crate::render::human;
 use crate::render::table::{Align, Table};
+use crate::report::twin;
 use anyhow::{Context, Result, bail};
 use irqpilot_sim::report::Report;
 use irqpilot_sim::{Scenario, scenarios, tables};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -33,23 +35,28 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         return sweep(n, args.seed.unwrap_or(tables::REPORT_SEED), settings, &mut out);
     }
     if let Some(name) = &args.table {
-        let progress = settings.format == Format::Table && std::io::stderr().is_terminal();
+        // The tables run a known set of scenarios whose count only they know: a spinner with
+        // the runs done so far.
+        let progress = Progress::spinner(&format!("sim --table {name}"));
+        let mut done = 0;
         let text = tables::table_with(
             name,
             args.machines.unwrap_or(tables::REPORT_MACHINES),
             args.seed.unwrap_or(tables::REPORT_SEED),
             |row| {
-                if progress {
-                    eprintln!("  done: {row}");
-                }
+                done += 1;
+                progress.message(format!("sim --table {name}: {done} done, last {row}"));
             },
         )
-        .map_err(anyhow::Error::msg)?;
-        out.write_all(text.as_bytes())?;
+        .map_err(anyhow::Error::msg);
+        progress.finish();
+        out.write_all(text?.as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
     let Some(name) = &args.scenario else {
-        bail!("name a scenario (irqpilot sim --list shows the built-ins) or a scenario file");
+        return crate::usage(
+            "name a scenario (irqpilot sim --list shows the built-ins) or a scenario file",
+        );
     };
     let base = load(name)?;
     let mut sets = parse_sets(&args.set)?;
@@ -65,13 +72,34 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         }
     }
     if let Some(cmp) = &args.compare {
-        return compare(&base, &sets, cmp, settings, &mut out);
+        return compare(
+            &base,
+            &sets,
+            cmp,
+            settings,
+            args.report.as_deref(),
+            &mut out,
+        );
     }
     let sc = base.with_sets(&sets)?;
     let started = Instant::now();
     let report = match &args.export_root {
         Some(root) => run_exported(sc, root, args)?,
-        None => run_with_progress(sc, settings.format)?,
+        None if args.report.is_some() || args.record.is_some() => {
+            let s = twin::run(
+                sc,
+                &base.name,
+                &settings.config.findings,
+                args.report.is_some(),
+                args.record.as_deref(),
+            )?;
+            let report = s.report.clone();
+            if let Some(path) = &args.report {
+                write_page(path, &twin::page(&base.name, "", &[(String::new(), s)])?)?;
+            }
+            report
+        }
+        None => run_with_progress(sc)?,
     };
     let wall = started.elapsed();
     if args.bench {
@@ -106,41 +134,25 @@ fn parse_sets(raw: &[String]) -> Result<Vec<(String, String)>> {
     raw.iter()
         .map(|s| match s.split_once('=') {
             Some((k, v)) if !k.is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
-            _ => bail!("--set {s:?}: expected key=value"),
+            _ => crate::usage(format!("--set {s:?}: expected key=value")),
         })
         .collect()
 }
 
-/// Runs a scenario, with a progress bar on a terminal for runs longer than a second (never in
-/// JSON mode, never when stderr is not a terminal).
-fn run_with_progress(sc: Scenario, format: Format) -> Result<Report> {
-    let show = format == Format::Table && std::io::stderr().is_terminal();
-    let bar = indicatif::ProgressBar::hidden();
-    let started = Instant::now();
-    let name = sc.name.clone();
-    let report = irqpilot_sim::run_scenario(sc, |f| {
-        if show && bar.is_hidden() && started.elapsed() > Duration::from_secs(1) {
-            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            bar.set_length(1000);
-            bar.set_message(name.clone());
-            if let Ok(style) =
-                indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {percent}% {elapsed}")
-            {
-                bar.set_style(style.progress_chars("=> "));
-            }
-        }
-        bar.set_position((f * 1000.0) as u64);
-    })
-    .map_err(anyhow::Error::msg)?;
-    bar.finish_and_clear();
-    Ok(report)
+/// Runs a scenario, with a progress bar when stderr is a terminal.
+fn run_with_progress(sc: Scenario) -> Result<Report> {
+    let progress = Progress::timed(1000, &sc.name);
+    let report = irqpilot_sim::run_scenario(sc, |f| progress.set((f * 1000.0) as u64))
+        .map_err(anyhow::Error::msg);
+    progress.finish();
+    report
 }
 
 /// Runs a scenario with its machine exported as a live tree under `root`; every write an outside
 /// tool made to it is logged with what the simulated kernel did with it.
 fn run_exported(sc: Scenario, root: &std::path::Path, args: &SimArgs) -> Result<Report> {
     if args.realtime.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
-        bail!("--realtime: the scale must be a positive number");
+        return crate::usage("--realtime: the scale must be a positive number");
     }
     let opts = irqpilot_sim::export::ExportOptions {
         scale: args.realtime,
@@ -150,11 +162,16 @@ fn run_exported(sc: Scenario, root: &std::path::Path, args: &SimArgs) -> Result<
     let (report, writes) =
         irqpilot_sim::run_scenario_exported(sc, root, opts, |_| {}).map_err(anyhow::Error::msg)?;
     for w in &writes {
+        let result = match &w.result {
+            Ok(true) => "taken".to_string(),
+            Ok(false) => "already so".to_string(),
+            Err(e) => format!("refused: {e}"),
+        };
         tracing::info!(
             at_ms = w.at_ns as f64 / 1e6,
             file = %w.file,
             text = %w.text,
-            result = ?w.result,
+            result,
             "outside write"
         );
     }
@@ -277,15 +294,21 @@ fn render_report(r: &Report) -> String {
     s
 }
 
+/// Writes a report page.
+fn write_page(path: &std::path::Path, html: &str) -> Result<()> {
+    std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))
+}
+
 fn compare(
     base: &Scenario,
     sets: &[(String, String)],
     cmp: &str,
     settings: &Settings,
+    page: Option<&std::path::Path>,
     out: &mut impl Write,
 ) -> Result<ExitCode> {
     let Some((key, values)) = cmp.split_once('=') else {
-        bail!("--compare {cmp:?}: expected key=v1,v2,...");
+        return crate::usage(format!("--compare {cmp:?}: expected key=v1,v2,..."));
     };
     let values: Vec<&str> = values
         .split(',')
@@ -293,9 +316,10 @@ fn compare(
         .filter(|v| !v.is_empty())
         .collect();
     if values.is_empty() {
-        bail!("--compare {cmp:?}: no values");
+        return crate::usage(format!("--compare {cmp:?}: no values"));
     }
     let mut reports = Vec::new();
+    let mut sampled = Vec::new();
     let mut skipped: Vec<(String, String)> = Vec::new();
     let mut ran: Vec<&str> = Vec::new();
     for v in &values {
@@ -310,8 +334,23 @@ fn compare(
             }
             Err(e) => return Err(e.into()),
         };
-        reports.push(run_with_progress(sc, settings.format)?);
+        if page.is_some() {
+            let run = twin::run(
+                sc,
+                &format!("{key}={v}"),
+                &settings.config.findings,
+                true,
+                None,
+            )?;
+            reports.push(run.report.clone());
+            sampled.push((v.to_string(), run));
+        } else {
+            reports.push(run_with_progress(sc)?);
+        }
         ran.push(v);
+    }
+    if let Some(path) = page {
+        write_page(path, &twin::page(&base.name, key, &sampled)?)?;
     }
     let values = ran;
     match settings.format {

@@ -3,6 +3,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -116,4 +117,86 @@ pub fn is_root() -> bool {
                 .map(|l| l.split_whitespace().nth(1) == Some("0"))
         })
         .unwrap_or(false)
+}
+
+/// A program on PATH, or `None` after saying the test is skipped. Under `CI=true` a missing
+/// program fails the test (`.ci/run` installs tmux and chromium).
+pub fn tool(name: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{name} is not installed (CI=true; .ci/run installs it)");
+        }
+        eprintln!("SKIPPED: {name} is not installed");
+    }
+    found
+}
+
+/// Every file under `dir`, byte for byte, by path.
+pub fn tree_files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap_or_default());
+            }
+        }
+    }
+    out
+}
+
+/// A free port on loopback (bound, then released for the caller to use).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Every file under `<root>/proc/irq`, byte for byte.
+pub fn irq_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(&root.join("proc/irq"), &mut out);
+    out
+}
+
+/// Polls `cond` every 20 ms for up to 60 s: wait for effects, not for a fixed time (a loaded
+/// CI machine may be slow to start a process).
+pub fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    cond()
+}
+
+/// The `result` of the outcome acting on `irq` in an `apply`-shaped JSON document.
+pub fn result_of(v: &serde_json::Value, irq: u64) -> Option<String> {
+    v["outcomes"]
+        .as_array()?
+        .iter()
+        .find(|o| o["action"]["irq"] == irq)
+        .and_then(|o| o["result"].as_str().map(str::to_string))
 }

@@ -138,9 +138,10 @@ impl GlobalModerator {
         &self.delay
     }
 
-    /// The platform-wide interrupt rate the moderator currently holds to (interrupts/s): the
-    /// configured `target_intr_rate`, as moved by the knee search.
-    pub fn target_intr_rate(&self) -> f64 {
+    /// The platform-wide device interrupt rate it keeps under, per second: the configured
+    /// `target_intr_rate`, as moved by the knee search (what the metrics export as
+    /// `irqpilot_moderation_target_per_second`).
+    pub fn target_per_sec(&self) -> f64 {
         if self.cfg.knee_search {
             self.knee.target()
         } else {
@@ -218,7 +219,7 @@ impl GlobalModerator {
 
         notes.extend(self.hardirq_caps(rates, &srcs));
 
-        let target = self.target_intr_rate();
+        let target = self.target_per_sec();
         let reaim = (target - self.last_target).abs() > 1e-9 * target;
         if target > self.last_target {
             // Floors were learned against the lower target.
@@ -652,7 +653,7 @@ impl Policy for GlobalModerator {
             notes.push(format!(
                 "{} queues delayed {lo:.0}-{hi:.0} us (target {:.0}/s)",
                 self.delay.len(),
-                self.target_intr_rate()
+                self.target_per_sec()
             ));
         }
         plan.notes = notes;
