@@ -134,7 +134,12 @@ fn forward(prev: u64, cur: u64) -> Option<u64> {
 /// Refills `out` with the rates from `prev` to `cur` over `secs` (> 0), matching devices by
 /// name; a device missing from `prev` or whose counters went down gets no entry. Reuses the
 /// entries' allocations.
-pub fn net_rates(prev: &[NetDevCounters], cur: &[NetDevCounters], secs: f64, out: &mut Vec<NetRate>) {
+pub fn net_rates(
+    prev: &[NetDevCounters],
+    cur: &[NetDevCounters],
+    secs: f64,
+    out: &mut Vec<NetRate>,
+) {
     let mut used = 0;
     for (i, c) in cur.iter().enumerate() {
         let p = match prev.get(i) {

@@ -21,9 +21,9 @@
 //! * [`Platform::machine`] also fills [`Machine::moderation`] ([`crate::moderation::read`]):
 //!   the knob behind each IRQ, read through ethtool only when the root is this machine's `/`.
 
+use crate::format::diskstats::parse_diskstats_into;
 use crate::format::interrupts::parse_interrupts_into;
 use crate::format::irq_desc::parse_descs;
-use crate::format::diskstats::parse_diskstats_into;
 use crate::format::netdev::parse_netdev_into;
 use crate::format::softirqs::parse_softirqs_into;
 use crate::format::stat::parse_stat_into;

@@ -13,13 +13,13 @@ mod common;
 
 use irqpilot_core::moderation::global::{GlobalModerationConfig, GlobalModerator};
 use irqpilot_core::{Action, Controller, CpuId, IrqNum, Platform, RowLabel};
-use irqpilot_linux::journal::{DEFAULT_JOURNAL, Journal, JournaledPlatform, revert};
-use irqpilot_linux::{LinuxPlatform, Root};
 use irqpilot_linux::format::interrupts::{parse_interrupts, render_interrupts};
 use irqpilot_linux::format::stat::{parse_stat, render_stat};
+use irqpilot_linux::journal::{DEFAULT_JOURNAL, Journal, JournaledPlatform, revert};
 use irqpilot_linux::moderation::ModerationIo;
 use irqpilot_linux::moderation::ethtool::EthtoolCoalesce;
 use irqpilot_linux::moderation::fake::{FakeEthtool, FakeNic, FakeNvme};
+use irqpilot_linux::{LinuxPlatform, Root};
 
 #[test]
 fn tick_quantized_stat_at_low_load_changes_nothing() {

@@ -881,8 +881,18 @@ fn apply_set(value: &mut toml::Value, key: &str, raw: &str) -> Result<(), Config
         }
         "moderation" if raw == "gsim" => {
             // As the GSIM cover letter runs it: the kernel's moderation, the devices' own off.
-            set_in_each(value, "nic", "moderation", toml::Value::String("none".into()));
-            set_in_each(value, "nvme", "moderation", toml::Value::String("none".into()));
+            set_in_each(
+                value,
+                "nic",
+                "moderation",
+                toml::Value::String("none".into()),
+            );
+            set_in_each(
+                value,
+                "nvme",
+                "moderation",
+                toml::Value::String("none".into()),
+            );
             insert_path(value, &["gsim", "enabled"], toml::Value::Boolean(true))
                 .map_err(|m| bad(key, m))
         }

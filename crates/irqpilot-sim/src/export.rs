@@ -30,8 +30,8 @@ mod extras;
 
 use crate::sim_platform::SimPlatform;
 use irqpilot_core::{Action, ApplyError, CpuSet, IrqNum, Outcome, Plan, Platform, Snapshot};
-use irqpilot_linux::format::interrupts::render_interrupts_into;
 use irqpilot_linux::format::diskstats::render_diskstats;
+use irqpilot_linux::format::interrupts::render_interrupts_into;
 use irqpilot_linux::format::netdev::render_netdev;
 use irqpilot_linux::format::softirqs::render_softirqs;
 use irqpilot_linux::format::stat::render_stat;

@@ -105,13 +105,19 @@ pub fn machine(seed: u64, i: usize) -> Result<Generated, String> {
     let mut t = String::new();
     let mut desc = vec![format!("{ncpu} CPUs")];
     let _ = writeln!(t, "name = \"{name}\"");
-    let _ = writeln!(t, "duration_ms = {duration}\nwarmup_ms = {warmup}\nseed = {i}");
+    let _ = writeln!(
+        t,
+        "duration_ms = {duration}\nwarmup_ms = {warmup}\nseed = {i}"
+    );
     let _ = writeln!(
         t,
         "[machine]\nnuma_nodes = {packages}\npackages = {packages}\ncores_per_package = {cores}"
     );
     if limited {
-        let _ = writeln!(t, "[platform]\nkind = \"limited\"\nlimited_knee_per_sec = {knee}");
+        let _ = writeln!(
+            t,
+            "[platform]\nkind = \"limited\"\nlimited_knee_per_sec = {knee}"
+        );
         desc.push(format!("limited platform, knee {:.2} M/s", knee / 1e6));
     } else {
         let _ = writeln!(t, "[platform]\nkind = \"healthy\"");
@@ -239,7 +245,13 @@ mod tests {
         let c = generate(40, 8).unwrap();
         assert_ne!(a[0].toml, c[0].toml);
         // Every class and device mix appears in a set of this size.
-        for load in [Load::Idle, Load::Low, Load::Medium, Load::Heavy, Load::BurstThenIdle] {
+        for load in [
+            Load::Idle,
+            Load::Low,
+            Load::Medium,
+            Load::Heavy,
+            Load::BurstThenIdle,
+        ] {
             assert!(a.iter().any(|g| g.load == load), "{load:?}");
         }
         assert!(a.iter().any(|g| g.scenario.nic.is_empty()));

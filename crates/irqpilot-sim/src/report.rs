@@ -270,11 +270,7 @@ impl Sim {
             .workload
             .iter()
             .any(|w| matches!(w, WorkloadCfg::Rpc { .. } | WorkloadCfg::Poisson { .. }));
-        let latency = m
-            .latency
-            .as_ref()
-            .filter(|h| !h.is_empty())
-            .map(latency_of);
+        let latency = m.latency.as_ref().filter(|h| !h.is_empty()).map(latency_of);
         let now_work = self.queue_work();
         let workloads: Vec<WorkloadReport> = self
             .sc

@@ -513,11 +513,7 @@ impl Sim {
                 // Each workload's jobs reap and resubmit their own reads.
                 for j in 0..self.vq[q as usize].jobs.len() {
                     let wl = self.vq[q as usize].jobs[j].wl;
-                    let mine: u32 = lat
-                        .iter()
-                        .filter(|l| l.2 == wl as u32)
-                        .map(|l| l.1)
-                        .sum();
+                    let mine: u32 = lat.iter().filter(|l| l.2 == wl as u32).map(|l| l.1).sum();
                     if mine > 0 {
                         self.vq[q as usize].jobs[j].completed += mine as u64;
                         self.push_app(cpu as usize, AppWork::Resubmit { q, n: mine, wl });

@@ -9,9 +9,9 @@ use crate::sim::Sim;
 use crate::time::SimTime;
 use irqpilot_core::moderation::knobs::{Knob, SoftModeration, SoftModerationForm};
 use irqpilot_core::{
-    Action, ApplyError, ApplyReport, CpuId, CpuSet, CpuTicks, DiskCounters, NetDevCounters, InterruptTable, Irq, IrqNum, Machine,
-    MonoNs, NodeId, Outcome, PciAddr, PciDevice, Plan, Platform, PlatformError, ProcStat, RowLabel,
-    Snapshot, SoftirqTable, Trigger,
+    Action, ApplyError, ApplyReport, CpuId, CpuSet, CpuTicks, DiskCounters, InterruptTable, Irq,
+    IrqNum, Machine, MonoNs, NetDevCounters, NodeId, Outcome, PciAddr, PciDevice, Plan, Platform,
+    PlatformError, ProcStat, RowLabel, Snapshot, SoftirqTable, Trigger,
 };
 use irqpilot_linux::format::irq_desc::kernel_tail;
 
@@ -165,7 +165,10 @@ impl Sim {
                     adaptive_rx: matches!(src.driver, Driver::Dim { .. } | Driver::Aim { .. }),
                     tx_usecs,
                     tx_max_frames,
-                    adaptive_tx: matches!(src.driver, Driver::Dim { tx: Some(_), .. } | Driver::Aim { .. }),
+                    adaptive_tx: matches!(
+                        src.driver,
+                        Driver::Dim { tx: Some(_), .. } | Driver::Aim { .. }
+                    ),
                     // The simulated device takes any whole microsecond as a time.
                     min_usecs: 1,
                 })

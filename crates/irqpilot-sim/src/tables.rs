@@ -168,7 +168,11 @@ fn published(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
     Ok(out)
 }
 
-fn moderation(progress: &mut dyn FnMut(&str), machines: usize, seed: u64) -> Result<String, String> {
+fn moderation(
+    progress: &mut dyn FnMut(&str),
+    machines: usize,
+    seed: u64,
+) -> Result<String, String> {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -369,18 +373,24 @@ fn moderation(progress: &mut dyn FnMut(&str), machines: usize, seed: u64) -> Res
             out,
             "\n#### Held-out machines: issue 10's targets on {machines} generated machines (seed {seed}; tuned on seed {TUNING_SEED})\n"
         );
-        let mut results = Vec::new();
-        for g in crate::heldout::generate(machines, seed)? {
-            let r = crate::targets::evaluate(&g)?;
-            let values: Vec<String> = r
-                .values
-                .iter()
-                .map(|(t, v)| format!("{}={v:.3}", t.name()))
-                .collect();
-            progress(&format!("{} ({}): {}", r.name, r.description, values.join(", ")));
-            results.push(r);
-        }
-        out.push_str(&crate::targets::markdown(&crate::targets::summarize(&results)));
+        let generated = crate::heldout::generate(machines, seed)?;
+        let results =
+            crate::targets::evaluate_all(&generated, crate::targets::default_threads(), |r, _| {
+                let values: Vec<String> = r
+                    .values
+                    .iter()
+                    .map(|(t, v)| format!("{}={v:.3}", t.name()))
+                    .collect();
+                progress(&format!(
+                    "{} ({}): {}",
+                    r.name,
+                    r.description,
+                    values.join(", ")
+                ));
+            })?;
+        out.push_str(&crate::targets::markdown(&crate::targets::summarize(
+            &results,
+        )));
     }
     Ok(out)
 }

@@ -477,7 +477,8 @@ impl Sim {
         let s = self.nq[q as usize].src;
         self.schedule_fire(s);
         let received = done.after(us_to_ns(wire) / 2);
-        self.m.record_latency(received.since(SimTime(sent)), 1, Some(wl));
+        self.m
+            .record_latency(received.since(SimTime(sent)), 1, Some(wl));
         let rpc = matches!(self.sc.workload[wi], WorkloadCfg::Rpc { .. });
         if self.m.counting() && client & PROBE_BIT == 0 {
             self.m.c.transactions += 1;

@@ -144,9 +144,15 @@ fn nvme_at_iodepth_one_is_neither_cut_nor_swinging() {
     let none = run(toml_with(NVME_QD1, &[])).iops.unwrap();
     let r = run(toml_with(NVME_QD1, &[("moderation", "irqpilot")]));
     let iops = r.iops.unwrap();
-    assert!(iops >= 0.95 * none, "IOPS {iops} vs {none} without moderation");
+    assert!(
+        iops >= 0.95 * none,
+        "IOPS {iops} vs {none} without moderation"
+    );
     let rip = ripple(&r, 600.0);
-    assert!(rip <= 0.10, "interrupt rate peak-to-peak {rip:.2} of its mean");
+    assert!(
+        rip <= 0.10,
+        "interrupt rate peak-to-peak {rip:.2} of its mean"
+    );
 }
 
 /// Cause 4: a latency ceiling under NVMe's 100 us time unit must not leave NVMe unmoderated

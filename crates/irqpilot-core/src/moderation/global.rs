@@ -241,6 +241,5 @@ impl GlobalModerationConfig {
     }
 }
 
-
 #[cfg(test)]
 mod tests;

@@ -65,7 +65,11 @@ fn parse_reusing(text: &str, out: &mut Vec<DiskCounters>) -> Result<(), ParseErr
             *field = match tokens.next().map(|t| (t, parse_u64(t))) {
                 Some((_, Some(v))) => v,
                 Some((t, None)) => {
-                    return Err(err(format!("{name}: invalid field {} `{}`", i + 1, show(t))));
+                    return Err(err(format!(
+                        "{name}: invalid field {} `{}`",
+                        i + 1,
+                        show(t)
+                    )));
                 }
                 None => return Err(err(format!("{name}: field {} missing", i + 1))),
             };

@@ -29,10 +29,21 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         return list(settings, &mut out);
     }
     if let Some(n) = args.generate {
-        return generate(n, args.seed.unwrap_or(tables::REPORT_SEED), args, settings, &mut out);
+        return generate(
+            n,
+            args.seed.unwrap_or(tables::REPORT_SEED),
+            args,
+            settings,
+            &mut out,
+        );
     }
     if let Some(n) = args.sweep {
-        return sweep(n, args.seed.unwrap_or(tables::REPORT_SEED), settings, &mut out);
+        return sweep(
+            n,
+            args.seed.unwrap_or(tables::REPORT_SEED),
+            settings,
+            &mut out,
+        );
     }
     if let Some(name) = &args.table {
         // The tables run a known set of scenarios whose count only they know: a spinner with
@@ -417,7 +428,8 @@ fn generate(
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for g in &machines {
             let path = dir.join(format!("{}.toml", g.scenario.name));
-            std::fs::write(&path, &g.toml).with_context(|| format!("writing {}", path.display()))?;
+            std::fs::write(&path, &g.toml)
+                .with_context(|| format!("writing {}", path.display()))?;
         }
     }
     match settings.format {
@@ -451,7 +463,12 @@ fn generate(
             }
             write!(out, "{}", t.render())?;
             if let Some(dir) = &args.out {
-                writeln!(out, "wrote {} scenario files to {}", machines.len(), dir.display())?;
+                writeln!(
+                    out,
+                    "wrote {} scenario files to {}",
+                    machines.len(),
+                    dir.display()
+                )?;
             }
         }
     }
@@ -462,34 +479,35 @@ fn generate(
 /// as it finishes (stderr), then the distribution of each target.
 fn sweep(n: usize, seed: u64, settings: &Settings, out: &mut impl Write) -> Result<ExitCode> {
     use irqpilot_sim::targets;
-    let mut results = Vec::new();
-    for g in irqpilot_sim::heldout::generate(n, seed).map_err(anyhow::Error::msg)? {
-        let started = Instant::now();
-        let r = targets::evaluate(&g).map_err(anyhow::Error::msg)?;
-        if settings.format == Format::Table {
-            let values: Vec<String> = r
-                .values
-                .iter()
-                .map(|(t, v)| {
-                    format!(
-                        "{}={v:.3}{}",
-                        t.name(),
-                        if t.pass(*v) { "" } else { " (missed)" }
-                    )
-                })
-                .collect();
-            writeln!(
-                out,
-                "{} ({:.0} s): {}\n    {}",
-                r.name,
-                started.elapsed().as_secs_f64(),
-                r.description,
-                values.join(", ")
-            )?;
-            out.flush()?;
+    let generated = irqpilot_sim::heldout::generate(n, seed).map_err(anyhow::Error::msg)?;
+    let mut written = Ok(());
+    let results = targets::evaluate_all(&generated, targets::default_threads(), |r, took| {
+        if settings.format != Format::Table || written.is_err() {
+            return;
         }
-        results.push(r);
-    }
+        let values: Vec<String> = r
+            .values
+            .iter()
+            .map(|(t, v)| {
+                format!(
+                    "{}={v:.3}{}",
+                    t.name(),
+                    if t.pass(*v) { "" } else { " (missed)" }
+                )
+            })
+            .collect();
+        written = writeln!(
+            out,
+            "{} ({:.0} s): {}\n    {}",
+            r.name,
+            took.as_secs_f64(),
+            r.description,
+            values.join(", ")
+        )
+        .and_then(|()| out.flush());
+    })
+    .map_err(anyhow::Error::msg)?;
+    written?;
     let summary = targets::summarize(&results);
     match settings.format {
         Format::Json => {

@@ -56,7 +56,10 @@ fn wilson(k: f64, n: f64) -> (f64, f64) {
     let centre = p + z2 / (2.0 * n);
     let half = Z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
     let d = 1.0 + z2 / n;
-    (((centre - half) / d).max(0.0), ((centre + half) / d).min(1.0))
+    (
+        ((centre - half) / d).max(0.0),
+        ((centre + half) / d).min(1.0),
+    )
 }
 
 /// The verdict for `irq` hardirq ticks out of `total` ticks against `limit_pct`.
@@ -142,10 +145,7 @@ mod tests {
         (0..periods)
             .map(|p| {
                 let (t0, t1) = (phase + p as f64 * 10.0, phase + (p + 1) as f64 * 10.0);
-                (
-                    tick(t1 * share) - tick(t0 * share),
-                    tick(t1) - tick(t0),
-                )
+                (tick(t1 * share) - tick(t0 * share), tick(t1) - tick(t0))
             })
             .collect()
     }

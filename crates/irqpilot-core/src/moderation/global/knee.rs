@@ -396,14 +396,11 @@ impl KneeFinder {
         let phase = std::mem::replace(&mut self.phase, Phase::Parked);
         // A step up that the platform does not hold is undone without waiting for the window.
         let early = match &phase {
-            Phase::Settle {
-                probe: Some(p), ..
-            } if p.dir == Dir::Up => {
+            Phase::Settle { probe: Some(p), .. } if p.dir == Dir::Up => {
                 let (base, sd) = p.base.total_and_sd();
                 let loss = (work - base) / base.max(1e-9);
                 let bar = (2.0 * EARLY_LOSS).max(Z * sd / base.max(1e-9));
-                (loss < -bar || (!obs.at_limit && obs.rate > UNHELD * self.target))
-                    .then_some(loss)
+                (loss < -bar || (!obs.at_limit && obs.rate > UNHELD * self.target)).then_some(loss)
             }
             Phase::Measure {
                 acc,
@@ -413,8 +410,7 @@ impl KneeFinder {
                 let (base, sd) = p.base.total_and_sd();
                 let loss = (acc.total() - base) / base.max(1e-9);
                 let bar = EARLY_LOSS.max(Z * sd / (base.max(1e-9) * acc.samples().sqrt()));
-                (loss < -bar || (!obs.at_limit && obs.rate > UNHELD * self.target))
-                    .then_some(loss)
+                (loss < -bar || (!obs.at_limit && obs.rate > UNHELD * self.target)).then_some(loss)
             }
             _ => None,
         };
@@ -469,9 +465,7 @@ impl KneeFinder {
                 {
                     self.load_seen = Some(self.period);
                 }
-                let load_changed = self
-                    .load_seen
-                    .is_some_and(|at| self.period - at >= QUIET);
+                let load_changed = self.load_seen.is_some_and(|at| self.period - at >= QUIET);
                 if obs.binding && self.interrupted && !load_changed {
                     self.interrupted = false;
                     Phase::Settle {
@@ -526,7 +520,11 @@ impl KneeFinder {
                     probe,
                 }
             }
-            Phase::Measure { left, mut acc, probe } => {
+            Phase::Measure {
+                left,
+                mut acc,
+                probe,
+            } => {
                 if probe.is_none() && lost {
                     self.abort(work);
                     return;

@@ -151,7 +151,10 @@ impl GlobalModerator {
 
     /// The NVMe aggregation threshold wanted per controller (entries; 1 = not coalesced).
     pub fn nvme_thresholds(&self) -> BTreeMap<String, u16> {
-        self.nvme.thresholds().map(|(n, t)| (n.clone(), t)).collect()
+        self.nvme
+            .thresholds()
+            .map(|(n, t)| (n.clone(), t))
+            .collect()
     }
 
     /// Whether the knee search is probing now (the target may move for a moment).
@@ -321,7 +324,13 @@ impl GlobalModerator {
                 }) => {
                     let cur = self.delay.get(&s.irq).copied().unwrap_or(0.0);
                     let dev_pps = pps.get(device.as_str()).copied().unwrap_or(0.0);
-                    let prog = |d: f64| if d >= min { programmed_usecs(d, *min_usecs) } else { 0 };
+                    let prog = |d: f64| {
+                        if d >= min {
+                            programmed_usecs(d, *min_usecs)
+                        } else {
+                            0
+                        }
+                    };
                     let capped = s.allowance.is_some_and(|a| a < s.rate);
                     if capped {
                         if let Some(&(at, before)) = self.relaxed.get(&s.irq) {
@@ -364,9 +373,15 @@ impl GlobalModerator {
                     }
                     if next >= min {
                         self.delay.insert(s.irq, next);
-                        let share = s.rate / dev_rate.get(device.as_str()).copied().unwrap_or(1.0).max(1.0);
+                        let share = s.rate
+                            / dev_rate
+                                .get(device.as_str())
+                                .copied()
+                                .unwrap_or(1.0)
+                                .max(1.0);
                         let frames = (1.25 * next * dev_pps * share / 1e6).ceil();
-                        let frames = (frames.max(0.0) as u32).clamp(self.cfg.rx_frames.min(MAX_FRAMES), MAX_FRAMES);
+                        let frames = (frames.max(0.0) as u32)
+                            .clamp(self.cfg.rx_frames.min(MAX_FRAMES), MAX_FRAMES);
                         self.frames.insert(s.irq, frames);
                     } else {
                         self.delay.remove(&s.irq);
@@ -394,7 +409,8 @@ impl GlobalModerator {
             };
             c.completions = Some(c.completions.unwrap_or(0.0) + d.ios_per_sec);
             let active = nvme_active.get(&c.name).copied().unwrap_or(1).max(1) as f64;
-            c.in_flight_per_vector = Some(c.in_flight_per_vector.unwrap_or(0.0) + d.in_flight / active);
+            c.in_flight_per_vector =
+                Some(c.in_flight_per_vector.unwrap_or(0.0) + d.in_flight / active);
         }
         let inputs: Vec<CtrlInput> = nvme_in.into_values().collect();
         let raised = reaim && target > self.cfg.min_intr_rate && device_total < aim;
@@ -407,16 +423,15 @@ impl GlobalModerator {
             rate: device_total,
             natural: self.natural,
             settled: device_total <= target * 1.02 && (device_total >= relax_below * 0.98 || !held),
-            at_limit: (nic_capped || self.nvme.at_limit) && nic_at_limit && (!self.nvme_capped(&inputs) || self.nvme.at_limit),
+            at_limit: (nic_capped || self.nvme.at_limit)
+                && nic_at_limit
+                && (!self.nvme_capped(&inputs) || self.nvme.at_limit),
             binding: device_total >= target || held,
         };
         for n in &rates.net {
             if let Some(r) = dev_rate.get(n.name.as_str()) {
-                obs.work.push((
-                    n.name.clone(),
-                    n.rx_bytes_per_sec + n.tx_bytes_per_sec,
-                    *r,
-                ));
+                obs.work
+                    .push((n.name.clone(), n.rx_bytes_per_sec + n.tx_bytes_per_sec, *r));
             }
         }
         for c in &inputs {

@@ -78,8 +78,10 @@ pub(crate) fn holds(k: &Knob, p: &CoalesceParams) -> bool {
         && same(p.rx_max_frames, cur.rx_max_frames, true)
         && same(p.tx_usecs, cur.tx_usecs, true)
         && same(p.tx_max_frames, cur.tx_max_frames, true)
-        && p.use_adaptive_rx.is_none_or(|w| Some(w) == cur.use_adaptive_rx)
-        && p.use_adaptive_tx.is_none_or(|w| Some(w) == cur.use_adaptive_tx)
+        && p.use_adaptive_rx
+            .is_none_or(|w| Some(w) == cur.use_adaptive_rx)
+        && p.use_adaptive_tx
+            .is_none_or(|w| Some(w) == cur.use_adaptive_tx)
 }
 
 /// The stricter of two settings for one device-wide knob: the longer delays, the larger frame

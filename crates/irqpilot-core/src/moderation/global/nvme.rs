@@ -161,7 +161,9 @@ impl NvmeGrid {
         let mut order: Vec<usize> = (0..plan.len()).collect();
         order.sort_by(|&a, &b| {
             let slack = |i: usize| plan[i].3 - plan[i].2 / plan[i].1 as f64;
-            slack(b).total_cmp(&slack(a)).then(plan[a].0.cmp(&plan[b].0))
+            slack(b)
+                .total_cmp(&slack(a))
+                .then(plan[a].0.cmp(&plan[b].0))
         });
         for i in order {
             let (name, t, ..) = &plan[i];
@@ -214,7 +216,10 @@ impl NvmeGrid {
                 continue;
             }
             if let Some(w) = c.completions {
-                if s.floor > 1 && s.floor_work > 0.0 && ((w - s.floor_work) / s.floor_work).abs() > FLOOR_RESET {
+                if s.floor > 1
+                    && s.floor_work > 0.0
+                    && ((w - s.floor_work) / s.floor_work).abs() > FLOOR_RESET
+                {
                     s.floor = 1;
                 }
             }
@@ -253,15 +258,39 @@ mod tests {
     fn threshold_never_exceeds_the_reads_in_flight() {
         let mut g = NvmeGrid::default();
         // 1 read in flight per vector: no threshold can help without making reads wait.
-        g.update(&[ctrl("nvme0", 1e6, Some(5e5), 1e6, 1.0)], 1e6, 9e5, false, false);
+        g.update(
+            &[ctrl("nvme0", 1e6, Some(5e5), 1e6, 1.0)],
+            1e6,
+            9e5,
+            false,
+            false,
+        );
         assert_eq!(g.threshold("nvme0"), 1);
         // 8 in flight: the threshold for half the rate is 2; for a tenth, capped at 6.
-        g.update(&[ctrl("nvme0", 1e6, Some(5e5), 1e6, 8.0)], 1e6, 9e5, false, false);
+        g.update(
+            &[ctrl("nvme0", 1e6, Some(5e5), 1e6, 8.0)],
+            1e6,
+            9e5,
+            false,
+            false,
+        );
         assert_eq!(g.threshold("nvme0"), 2);
-        g.update(&[ctrl("nvme0", 1e6, Some(1e5), 1e6, 8.0)], 1e6, 9e5, false, false);
+        g.update(
+            &[ctrl("nvme0", 1e6, Some(1e5), 1e6, 8.0)],
+            1e6,
+            9e5,
+            false,
+            false,
+        );
         assert_eq!(g.threshold("nvme0"), 6);
         // The load drops to 2 in flight: the threshold follows at once.
-        g.update(&[ctrl("nvme0", 1e5, None, 1e5, 2.0)], 1e5, 9e5, false, false);
+        g.update(
+            &[ctrl("nvme0", 1e5, None, 1e5, 2.0)],
+            1e5,
+            9e5,
+            false,
+            false,
+        );
         assert_eq!(g.threshold("nvme0"), 1);
     }
 
@@ -294,7 +323,13 @@ mod tests {
             let rate = 1e6 / t;
             let allowance = (rate > target).then_some(aim);
             let relax = rate < 0.9 * target;
-            g.update(&[ctrl("nvme0", rate, allowance, 1e6, 32.0)], rate, aim, relax, false);
+            g.update(
+                &[ctrl("nvme0", rate, allowance, 1e6, 32.0)],
+                rate,
+                aim,
+                relax,
+                false,
+            );
             ts.push(g.threshold("nvme0"));
         }
         let changes = ts.windows(2).filter(|w| w[0] != w[1]).count();

@@ -170,8 +170,8 @@ fn letting_go_restores_tx_as_well_as_rx() {
         for a in &plan.actions {
             if let Action::SetCoalesce { params, .. } = a {
                 if period < 20 {
-                    capped |= params.tx_usecs == params.rx_usecs
-                        && params.use_adaptive_tx == Some(false);
+                    capped |=
+                        params.tx_usecs == params.rx_usecs && params.use_adaptive_tx == Some(false);
                 } else {
                     last_restore = Some(params.clone());
                 }
@@ -251,7 +251,11 @@ fn the_delay_ceiling_follows_the_target_and_unreachable_is_said() {
         apply(&mut m, &plan);
         // Each queue's rate falls inversely with its delay.
         let d = g.delays().get(&IrqNum(40)).copied().unwrap_or(0.0);
-        rate = if d > 0.0 { 40_000.0f64.min(1e6 / d) } else { 40_000.0 };
+        rate = if d > 0.0 {
+            40_000.0f64.min(1e6 / d)
+        } else {
+            40_000.0
+        };
     }
     let total = rate * n as f64;
     assert!(total <= 1.0e6, "{total} interrupts/s");
