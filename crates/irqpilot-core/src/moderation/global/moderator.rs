@@ -572,7 +572,7 @@ impl Policy for GlobalModerator {
                     };
                     if holds(knob, &want) {
                         self.sent.remove(irq);
-                        if self.delay.get(irq).is_none() && self.original.get(irq) == Some(knob) {
+                        if !self.delay.contains_key(irq) && self.original.get(irq) == Some(knob) {
                             // Back at the driver's own setting: let go.
                             self.original.remove(irq);
                         }
