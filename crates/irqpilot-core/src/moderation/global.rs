@@ -20,16 +20,16 @@
 //!    bounded by a ceiling derived from the target: `active queues / target` (no queue needs
 //!    more to meet a reachable target), itself bounded by the latency ceiling `delay_us`. When
 //!    even the ceiling cannot reach the target, the plan says so (`unreachable`).
-//! 3. **NVMe on a coarse grid** ([`nvme`]): feature 08h counts time in 100 us units and
+//! 3. **NVMe on a coarse grid** (`global/nvme.rs`): feature 08h counts time in 100 us units and
 //!    thresholds in whole entries, one setting per controller. The threshold does the work and
 //!    never exceeds the reads a vector has in flight (else every read would wait for the
 //!    timer); steps down the grid are taken only when the rate one step down is predicted to
 //!    stay under the target, and a step that had to be undone is not retried until the load
 //!    changes: no limit cycle between two grid points.
-//! 4. **Per-CPU hardirq time** ([`hardirq`]), from `/proc/stat`, whose 10 ms ticks make one
+//! 4. **Per-CPU hardirq time** (`global/hardirq.rs`), from `/proc/stat`, whose 10 ms ticks make one
 //!    period's share read 0% or 100%: a window of ticks and a confidence bound decide, and only
 //!    a CPU whose lower bound exceeds `hardirq_percent` gets its sources' rate capped.
-//! 5. **The knee** ([`knee`]): the target starts at `target_intr_rate` and moves by probing:
+//! 5. **The knee** (`global/knee.rs`): the target starts at `target_intr_rate` and moves by probing:
 //!    a step up that costs completions (bytes from `/proc/net/dev`, I/Os from `/proc/diskstats`)
 //!    is undone, a step down that buys completions is kept; with neither, fewer delays win.
 //!
