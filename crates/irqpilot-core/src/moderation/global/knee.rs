@@ -473,7 +473,12 @@ impl KneeFinder {
                         waited: 0,
                         probe: None,
                     }
-                } else if obs.binding && (self.period >= self.next_search || load_changed) {
+                } else if obs.binding
+                    // No completions visible (no /proc/net/dev or /proc/diskstats for what
+                    // is moderated): nothing to judge a probe by, so the target stays.
+                    && work > 0.0
+                    && (self.period >= self.next_search || load_changed)
+                {
                     self.interrupted = false;
                     self.climbed = false;
                     self.load_seen = None;
