@@ -50,6 +50,13 @@ const MARGIN: f64 = 0.7;
 /// A probe during which the interrupt rate rose this far above its target was not held: the
 /// platform was collapsing under it (a worse result, whatever the work says).
 const UNHELD: f64 = 1.3;
+/// A parked target under which the rate runs this far above it in three periods within
+/// `RUNAWAY_WINDOW` is over the knee: the platform's collapses feed on themselves in bursts.
+const RUNAWAY: f64 = 1.15;
+const RUNAWAY_WINDOW: u64 = 50;
+/// An interrupt rate varying this much (coefficient of variation) over a window that the fast
+/// loop holds is a platform near its cliff: a step down that calms it is a gain.
+const UNSTABLE: f64 = 0.1;
 /// Back-off of a parked finder, first and longest, in periods.
 const BACKOFF_FIRST: u64 = 100;
 const BACKOFF_MAX: u64 = 3200;
@@ -102,6 +109,8 @@ enum Dir {
 struct Acc {
     devices: BTreeMap<String, (f64, f64, f64, f64)>,
     max_rate: f64,
+    /// Periods, sum and sum of squares of the interrupt rate.
+    rates: (f64, f64, f64),
 }
 
 /// Mean, variance and count of one device's per-period work, and its weight.
@@ -109,11 +118,16 @@ struct Acc {
 struct Summary {
     devices: BTreeMap<String, (f64, f64, f64, f64)>,
     max_rate: f64,
+    /// Coefficient of variation of the interrupt rate over the window.
+    rate_cv: f64,
 }
 
 impl Acc {
     fn add(&mut self, obs: &Observation) {
         self.max_rate = self.max_rate.max(obs.rate);
+        self.rates.0 += 1.0;
+        self.rates.1 += obs.rate;
+        self.rates.2 += obs.rate * obs.rate;
         for (d, w, weight) in &obs.work {
             let e = self.devices.entry(d.clone()).or_default();
             e.0 += 1.0;
@@ -135,6 +149,12 @@ impl Acc {
                 })
                 .collect(),
             max_rate: self.max_rate,
+            rate_cv: {
+                let (n, sum, sq) = self.rates;
+                let mean = sum / n.max(1.0);
+                let var = (sq / n.max(1.0) - mean * mean).max(0.0);
+                if mean > 0.0 { var.sqrt() / mean } else { 0.0 }
+            },
         }
     }
 
@@ -240,8 +260,8 @@ pub(crate) struct KneeFinder {
     parked_work: Option<f64>,
     /// A search was interrupted (the fast loop stopped holding): resume it, not a new one.
     interrupted: bool,
-    /// Consecutive parked periods in which the rate ran away above the target.
-    unheld: u32,
+    /// Recent parked periods in which the rate ran away above the target.
+    runaways: std::collections::VecDeque<u64>,
     /// Consecutive periods of a baseline in which the target held nothing back.
     loose: u32,
     /// A new load was seen at this period: search once the fast loop had time for it.
@@ -250,6 +270,7 @@ pub(crate) struct KneeFinder {
     down_futile: Option<(f64, u64)>,
     /// The natural rate a new search's first probe goes to (0: none).
     first_probe: f64,
+
     /// What the last decision was, for the plan's notes.
     last: Option<String>,
 }
@@ -271,7 +292,7 @@ impl KneeFinder {
             too_high: f64::INFINITY,
             parked_work: None,
             interrupted: false,
-            unheld: 0,
+            runaways: std::collections::VecDeque::new(),
             loose: 0,
             load_seen: None,
             down_futile: None,
@@ -393,6 +414,15 @@ impl KneeFinder {
             }
             _ => None,
         };
+        // The load left during a probe: whatever the work did, it says nothing about the target.
+        if let Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. } = &phase
+        {
+            if lost {
+                self.target = p.from;
+                self.abort(work);
+                return;
+            }
+        }
         if let Some(loss) = early {
             if let Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. } =
                 phase
@@ -405,16 +435,22 @@ impl KneeFinder {
             Phase::Parked => {
                 // Parked above the knee (the load grew, the knee moved): the rate runs away
                 // from a target the fast loop holds everywhere else. Step down at once.
-                self.unheld = if obs.binding && !obs.at_limit && obs.rate > UNHELD * self.target {
-                    self.unheld + 1
-                } else {
-                    0
-                };
-                if self.unheld >= 3 {
-                    self.unheld = 0;
+                // Three runaway periods within half a second.
+                if obs.binding && !obs.at_limit && obs.rate > RUNAWAY * self.target {
+                    self.runaways.push_back(self.period);
+                }
+                while self
+                    .runaways
+                    .front()
+                    .is_some_and(|&p| self.period - p > RUNAWAY_WINDOW)
+                {
+                    self.runaways.pop_front();
+                }
+                if self.runaways.len() >= 3 {
+                    self.runaways.clear();
                     let to = self.target;
                     self.too_high = self.too_high.min(to);
-                    self.target = (to * MARGIN).max(self.floor);
+                    self.target = (to * (1.0 - 2.0 * RECHECK_STEP)).max(self.floor);
                     self.last = Some(format!(
                         "knee search: the rate ran away above {to:.0}/s: target {:.0}/s",
                         self.target
@@ -563,6 +599,14 @@ impl KneeFinder {
         // undoes it, significant or not; so does a rate the fast loop could not hold.
         if p.dir == Dir::Up && (probe.max_rate > UNHELD * to || score < -MIN_EFFECT) {
             verdict = Verdict::Worse;
+        }
+        // A restless rate at the old target is the cliff's edge: a step down that gains a
+        // little, or calms it, is kept.
+        if p.dir == Dir::Down
+            && p.base.rate_cv > UNSTABLE
+            && (score > MIN_EFFECT || probe.rate_cv < p.base.rate_cv / 2.0)
+        {
+            verdict = Verdict::Better;
         }
         let pct = score * 100.0;
         match (p.dir, verdict) {
