@@ -167,6 +167,30 @@ pub fn set_channels(
     Ok(old)
 }
 
+/// The counts to ask `ifname`'s driver for, in the kinds of channel it has (`old`, its
+/// `ethtool -l`). A NIC whose queues are separate RX and TX IRQs need not have RX-only and
+/// TX-only channels: virtio_net names its IRQs `input.N` / `output.N` but offers only combined
+/// channels, and refuses an RX or TX count with EINVAL. There, a cut asked as RX/TX is a
+/// combined count; the converse holds for drivers with RX/TX channels only.
+pub fn fit_to_driver(
+    old: &EthtoolChannels,
+    combined: Option<u32>,
+    rx: Option<u32>,
+    tx: Option<u32>,
+) -> (Option<u32>, Option<u32>, Option<u32>) {
+    let only_combined = old.max_combined > 0 && old.max_rx == 0 && old.max_tx == 0;
+    let no_combined = old.max_combined == 0 && (old.max_rx > 0 || old.max_tx > 0);
+    match (combined, rx.max(tx)) {
+        (None, Some(n)) if only_combined => (Some(n), None, None),
+        (Some(n), None) if no_combined => (
+            None,
+            (old.max_rx > 0).then_some(n),
+            (old.max_tx > 0).then_some(n),
+        ),
+        _ => (combined, rx, tx),
+    }
+}
+
 /// The Linux platform's `SetChannels`: on a live root, `ETHTOOL_SCHANNELS` with the old
 /// counts kept for the journal; under a fixture root there is no interface to talk to, so the
 /// change is reported as planned and not applied.
@@ -194,6 +218,7 @@ pub fn apply_channels(
         Ok(c) => c,
         Err(e) => return (None, Err(crate::platform::apply_error(&e, &path))),
     };
+    let (combined, rx, tx) = fit_to_driver(&old, combined, rx, tx);
     let same = combined.is_none_or(|c| c == old.combined_count)
         && rx.is_none_or(|c| c == old.rx_count)
         && tx.is_none_or(|c| c == old.tx_count);
@@ -248,6 +273,48 @@ mod tests {
         // SAFETY: EthtoolChannels is repr(C), 36 bytes of u32 without padding.
         let raw: [u8; 36] = unsafe { std::mem::transmute(ch) };
         assert_eq!(raw, b);
+    }
+
+    #[test]
+    fn a_cut_is_asked_in_the_channel_kinds_the_driver_has() {
+        // virtio_net: rx/tx IRQs, combined channels only (ethtool -l: Combined 4, RX/TX n/a).
+        let virtio = EthtoolChannels {
+            max_combined: 4,
+            combined_count: 4,
+            ..Default::default()
+        };
+        assert_eq!(
+            fit_to_driver(&virtio, None, Some(2), Some(2)),
+            (Some(2), None, None)
+        );
+        // Restoring the journaled counts (combined=4 rx=0 tx=0) stays as recorded.
+        assert_eq!(
+            fit_to_driver(&virtio, Some(4), Some(0), Some(0)),
+            (Some(4), Some(0), Some(0))
+        );
+        // A driver with RX/TX channels only gets RX/TX counts for a combined cut.
+        let split = EthtoolChannels {
+            max_rx: 16,
+            max_tx: 16,
+            rx_count: 16,
+            tx_count: 16,
+            ..Default::default()
+        };
+        assert_eq!(
+            fit_to_driver(&split, Some(4), None, None),
+            (None, Some(4), Some(4))
+        );
+        // Drivers with both kinds get what was asked.
+        let both = EthtoolChannels {
+            max_rx: 8,
+            max_tx: 8,
+            max_combined: 8,
+            ..Default::default()
+        };
+        assert_eq!(
+            fit_to_driver(&both, None, Some(2), Some(2)),
+            (None, Some(2), Some(2))
+        );
     }
 
     #[test]
