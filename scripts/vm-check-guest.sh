@@ -7,8 +7,8 @@
 #
 # Snapshots (`snap NAME` -> /results/snap/NAME/): every /proc/irq/N/{smp_affinity,
 # smp_affinity_list, effective_affinity, effective_affinity_list} as the kernel prints it,
-# default_smp_affinity, /proc/interrupts, `ethtool -c` and `ethtool -l` of both NICs, NVMe
-# features 08h and 09h (every vector). Windows (`window NAME S`): /proc/interrupts S seconds
+# default_smp_affinity and /proc/interrupts; with "coalescing" also `ethtool -c` of both NICs
+# and NVMe feature 08h; with "knobs" also `ethtool -l` and feature 09h of every vector. Windows (`window NAME S`): /proc/interrupts S seconds
 # apart, for per-CPU interrupt counts.
 set -u
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
@@ -48,12 +48,15 @@ snap() {
     IFS= read -r v </proc/irq/default_smp_affinity
     echo "$v" >$s/default_smp_affinity
     while IFS= read -r v; do echo "$v"; done </proc/interrupts >$s/interrupts
-    [ "${2:-}" = knobs ] || return 0
+    [ -n "${2:-}" ] || return 0
     for i in $E $V; do
         ethtool -c $i >$s/ethtool-c.$i 2>&1
-        ethtool -l $i >$s/ethtool-l.$i 2>&1
     done
     nvme get-feature /dev/nvme0 -f 8 >$s/nvme-f8 2>&1
+    [ "$2" = knobs ] || return 0
+    for i in $E $V; do
+        ethtool -l $i >$s/ethtool-l.$i 2>&1
+    done
     v=0
     while [ $v -le $NVEC ]; do
         nvme get-feature /dev/nvme0 -f 9 --cdw11=$v >$s/nvme-f9.$v 2>&1
@@ -102,6 +105,24 @@ operator_layout() {
             echo "$n $want refused" >>$R/layout.$1
         fi
     done <$R/devirqs
+}
+
+# x86 has about 200 vectors per CPU, so a 4-queue NIC always fits on the housekeeping CPUs and
+# `isolate` never needs to cut its channels. To check a real cut, the lab declares the largest
+# per-CPU vector capacity at which the planner cuts the virtio-net channels and the cut then
+# suffices, found by asking `isolate` itself (plan only) on the machine as it is now.
+isolate_config() {
+    irqpilot --format json isolate --cpus $ISO >/tmp/isolate-plan.json 2>&1
+    needed=$(sed -n 's/.*"needed": \([0-9]*\).*/\1/p' /tmp/isolate-plan.json)
+    cap=$(((${needed:-64} + 1) / 2 + 1))
+    while [ $cap -gt 1 ]; do
+        printf '[placement]\nvector_capacity = %s\n' $cap >/run/vmcheck/isolate.toml
+        irqpilot --config /run/vmcheck/isolate.toml --format json isolate --cpus $ISO >/tmp/isolate-plan.json 2>&1
+        grep -q '"recommended"' /tmp/isolate-plan.json && grep -q '"fits_after_channels": true' /tmp/isolate-plan.json && break
+        cap=$((cap - 1))
+    done
+    echo $cap >$R/isolate-capacity.$1
+    mark "isolate: vector_capacity = $cap per CPU makes the planner cut $V"
 }
 
 # Load on every device from every CPU, at rates a TCG guest on two host cores keeps up with:
@@ -229,22 +250,6 @@ mark "devices: e1000 $E, virtio-net $V, nvme0 with $NVEC I/O queues; IRQs $(echo
 snap boot knobs
 cp "$UNIT" $R/irqpilot.service
 
-# x86 has about 200 vectors per CPU, so a 4-queue NIC always fits on the housekeeping CPUs and
-# `isolate` never needs to cut its channels. To check a real cut, the lab declares the largest
-# per-CPU vector capacity at which the planner must cut the virtio-net channels (and the cut
-# then suffices): found by asking `isolate` itself (plan only), so it follows the planner.
-cap=$(ls -d /proc/irq/[0-9]* | wc -l)
-while [ $cap -gt 1 ]; do
-    printf '[placement]\nvector_capacity = %s\n' $cap >/tmp/isolate.toml
-    irqpilot --config /tmp/isolate.toml --format json isolate --cpus $ISO >/tmp/isolate-plan.json 2>&1
-    grep -q '"recommended"' /tmp/isolate-plan.json && grep -q '"fits_after_channels": true' /tmp/isolate-plan.json && break
-    cap=$((cap - 1))
-done
-mkdir -p /run/vmcheck
-cp /tmp/isolate.toml /run/vmcheck/isolate.toml
-echo $cap >$R/isolate-capacity
-mark "isolate: vector_capacity = $cap per CPU makes the planner cut $V"
-
 # ---- 1. status agrees with the kernel -----------------------------------------------------------
 mark "check 1: status"
 load_start
@@ -271,9 +276,11 @@ snap c2-revert
 
 # ---- 3. isolate: a real channel cut, managed IRQs refused, then the cut refused ------------------
 mark "check 3: isolate $ISO"
+mkdir -p /run/vmcheck
 operator_layout c3
 sleep 1
 snap c3-before knobs
+isolate_config c3
 run iso-cut irqpilot --config /run/vmcheck/isolate.toml --format json isolate --cpus $ISO --apply
 window iso-cut 2
 snap c3-cut knobs
@@ -285,6 +292,7 @@ snap c3-cut-revert knobs
 operator_layout c3-nocap
 /usr/bin/setpriv --bounding-set -net_admin cat /proc/self/status >$R/iso-nocap.status 2>&1
 snap c3-nocap-before knobs
+isolate_config c3-nocap
 run iso-nocap /usr/bin/setpriv --bounding-set -net_admin \
     irqpilot --config /run/vmcheck/isolate.toml --format json isolate --cpus $ISO --apply
 window iso-nocap 2
@@ -310,14 +318,14 @@ cat /proc/$pid/status >$R/d-proc-status 2>&1
 tr '\0' ' ' </proc/$pid/cmdline >$R/d-cmdline 2>&1
 # A low-load period: the moderator must leave the knobs alone.
 until_t $((DAEMON_LOW_S / 3))
-snap c4-low-a knobs
+snap c4-low-a coalescing
 until_t $DAEMON_LOW_S
-snap c4-low-b knobs
+snap c4-low-b coalescing
 load_start
 until_t $((DAEMON_LOW_S + DAEMON_LOAD_S / 2))
-snap c4-load-mid knobs
+snap c4-load-mid coalescing
 until_t $((DAEMON_LOW_S + DAEMON_LOAD_S))
-snap c4-load-end knobs
+snap c4-load-end coalescing
 systemctl show irqpilot.service -p MainPID -p ActiveState -p SubState -p NRestarts >$R/d-show-before-stop 2>&1
 t_stop=$(up)
 echo "$t_start $t_stop" >$R/d-ran
@@ -327,6 +335,31 @@ snap c4-after knobs
 load_stop
 journalctl -u irqpilot.service --no-pager -o short-monotonic >$R/d-journal 2>&1
 rm -f /etc/irqpilot/irqpilot.toml
+
+# ---- 4r. the same daemon as plain root, without the unit's sandbox --------------------------------
+# What the daemon itself does on real drivers, apart from what the unit allows it.
+mark "check 4r: daemon as root, no unit"
+pileup c4r
+sleep 1
+snap c4r-before knobs
+t_start=$(up)
+irqpilot --config /etc/vmcheck/daemon.toml daemon >$R/r-daemon.out 2>$R/r-daemon.err &
+rpid=$!
+until_t $((DAEMON_LOW_S / 3))
+snap c4r-low-a coalescing
+until_t $DAEMON_LOW_S
+snap c4r-low-b coalescing
+load_start
+until_t $((DAEMON_LOW_S + DAEMON_LOAD_S / 2))
+snap c4r-load-mid coalescing
+until_t $((DAEMON_LOW_S + DAEMON_LOAD_S))
+snap c4r-load-end coalescing
+echo "$t_start $(up)" >$R/r-ran
+kill -TERM $rpid
+wait $rpid
+echo $? >$R/r-daemon.rc
+snap c4r-after knobs
+load_stop
 
 # ---- 5. Debian's irqbalance on the same devices --------------------------------------------------
 mark "check 5: irqbalance"

@@ -10,6 +10,9 @@
 //!   platform reports for anything it could not read beforehand.
 //! * The first recorded old value of a knob wins across applies: the journal always holds the
 //!   state from before irqpilot's first change.
+//! * Before a NIC's channel count changes, the masks of all its IRQs are recorded too: the
+//!   driver sets the kept queues' affinity itself (virtio_net does), and recorded before the
+//!   channels, they are restored after them.
 //! * A crash between saving the journal and writing leaves entries whose old value is still
 //!   the current one: reverting them writes nothing. So the machine is revertable at every
 //!   instant.
@@ -363,6 +366,50 @@ impl<P: Platform> JournaledPlatform<P> {
     pub fn into_parts(self) -> (P, Journal) {
         (self.inner, self.journal)
     }
+
+    /// Records the mask of every IRQ of interface `device` before its channel count changes:
+    /// the driver re-spreads the queues it keeps (virtio_net sets every kept queue's affinity
+    /// on `ethtool -L`), so those masks change without irqpilot writing them, and a later
+    /// journal entry would hold the driver's value, not the original. Recorded before the
+    /// channels entry, they are restored after it (revert goes newest first), over whatever
+    /// the driver sets when the count goes back. Returns whether anything was recorded.
+    fn record_queue_masks(&mut self, device: &str) -> bool {
+        let Ok(machine) = self.inner.machine() else {
+            return false;
+        };
+        let mut changed = false;
+        for irq in interface_irqs(&machine, device) {
+            let knob = Knob::Affinity { irq };
+            if self.journal.has(&knob) {
+                continue;
+            }
+            let read = Action::SetAffinity {
+                irq,
+                cpus: Default::default(),
+            };
+            if let Some(old) = read_current(&self.root, &read) {
+                changed |= self.journal.record(knob, old);
+            }
+        }
+        changed
+    }
+}
+
+/// The IRQs of network interface `device`: those of the PCI function it belongs to, and any
+/// whose queue names it.
+fn interface_irqs(machine: &Machine, device: &str) -> Vec<IrqNum> {
+    machine
+        .irqs
+        .values()
+        .filter(|irq| {
+            irq.device
+                .as_ref()
+                .and_then(|a| machine.devices.get(a))
+                .is_some_and(|d| d.net.iter().any(|n| n == device))
+                || irq.queue.as_ref().is_some_and(|q| q.owner == device)
+        })
+        .map(|irq| irq.irq)
+        .collect()
 }
 
 impl<P: Platform> Platform for JournaledPlatform<P> {
@@ -377,6 +424,9 @@ impl<P: Platform> Platform for JournaledPlatform<P> {
     fn apply(&mut self, plan: &Plan) -> ApplyReport {
         let mut changed = false;
         for a in &plan.actions {
+            if let Action::SetChannels { device, .. } = a {
+                changed |= self.record_queue_masks(device);
+            }
             let knob = Knob::of(a);
             if !self.journal.has(&knob) {
                 if let Some(old) = read_current(&self.root, a) {
