@@ -216,7 +216,7 @@ pub fn apply_channels(
     let path = std::path::Path::new("ethtool").join(device);
     let old = match get_channels(device) {
         Ok(c) => c,
-        Err(e) => return (None, Err(crate::platform::apply_error(&e, &path))),
+        Err(e) => return (None, Err(channel_error(&e, &path))),
     };
     let (combined, rx, tx) = fit_to_driver(&old, combined, rx, tx);
     let same = combined.is_none_or(|c| c == old.combined_count)
@@ -227,10 +227,18 @@ pub fn apply_channels(
     }
     match set_channels(device, combined, rx, tx) {
         Ok(_) => (Some(old.counts_text()), Ok(true)),
-        Err(e) => (
-            Some(old.counts_text()),
-            Err(crate::platform::apply_error(&e, &path)),
-        ),
+        Err(e) => (Some(old.counts_text()), Err(channel_error(&e, &path))),
+    }
+}
+
+/// The refusal behind a failed channels ioctl. EPERM here is the missing CAP_NET_ADMIN
+/// (`dev_ethtool()` checks it for every set), not the kernel-managed IRQ it means on
+/// `/proc/irq`; ENODEV is an interface that went away.
+fn channel_error(e: &io::Error, path: &std::path::Path) -> irqpilot_core::ApplyError {
+    match e.raw_os_error() {
+        Some(libc::EPERM | libc::EACCES) => irqpilot_core::ApplyError::PermissionDenied,
+        Some(libc::ENODEV) => irqpilot_core::ApplyError::Vanished,
+        _ => crate::platform::apply_error(e, path),
     }
 }
 
@@ -238,6 +246,7 @@ pub fn apply_channels(
 mod tests {
     use super::*;
     use std::mem::{offset_of, size_of};
+    use std::path::Path;
 
     #[test]
     fn struct_layout_matches_the_kernel() {
@@ -315,6 +324,17 @@ mod tests {
             fit_to_driver(&both, None, Some(2), Some(2)),
             (None, Some(2), Some(2))
         );
+    }
+
+    #[test]
+    fn a_refused_set_says_why() {
+        use irqpilot_core::ApplyError;
+        let err = |n| channel_error(&io::Error::from_raw_os_error(n), Path::new("ethtool/eth1"));
+        // Without CAP_NET_ADMIN the kernel answers EPERM: not a managed IRQ.
+        assert_eq!(err(libc::EPERM), ApplyError::PermissionDenied);
+        assert_eq!(err(libc::ENODEV), ApplyError::Vanished);
+        assert_eq!(err(libc::EINVAL), ApplyError::Invalid);
+        assert_eq!(err(libc::EOPNOTSUPP), ApplyError::Unsupported);
     }
 
     #[test]
