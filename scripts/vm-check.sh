@@ -17,30 +17,37 @@
 #   1. `irqpilot status` agrees with the kernel: every device IRQ's CPUs with /proc/irq/N, the
 #      IRQs and names with lsirq, the queue counts with ethtool -l, and interrupts counted only
 #      on the effective CPUs;
-#   2. `plan` writes nothing; `apply` writes, each write read back from effective_affinity;
-#      `revert` leaves every affinity file byte-identical;
-#   3. `isolate --cpus <upper half> --apply`: a real virtio-net channel cut, the managed NVMe
-#      IRQs refused by the kernel and reported (exit 3), nothing else left on the isolated CPUs,
-#      `revert` byte-identical; then the same without CAP_NET_ADMIN: the cut is refused
-#      (reported, exit 3) and the IRQs it would have removed go to housekeeping CPUs instead;
-#   4. `irqpilot daemon` for 30 s under the shipped unit (systemctl start: its capabilities
-#      and sandbox exactly), a low-load period first (no moderation change allowed), then load
-#      (placement and moderation must act), then `systemctl stop` (SIGTERM) with
-#      `restore_on_exit`: every affinity, NIC coalescing (RX and TX, `ethtool -c`), channel count
-#      and NVMe feature back as it was;
-#   5. Debian's irqbalance under its own unit on the same devices from the same start: where
+#   2. from every movable device IRQ piled on CPU 0: `plan` writes nothing; `apply` writes,
+#      each write read back (file and effective_affinity); `revert` leaves every affinity file
+#      byte-identical;
+#   3. `isolate --cpus <upper half> --apply` from an operator's layout (the last two virtio-net
+#      queue pairs swapped), with the largest vector_capacity that makes the planner cut the
+#      virtio-net channels: the real cut (ethtool -L), the managed NVMe IRQs refused by the
+#      kernel and reported (exit 3), nothing else left on the isolated CPUs, `revert` restoring
+#      channels and every affinity byte for byte; then the same without CAP_NET_ADMIN: the cut
+#      refused (EPERM, reported, exit 3) and the IRQs it would have removed on housekeeping CPUs;
+#   4. `irqpilot daemon` for 30 s under the shipped unit (`systemctl start`: its capabilities
+#      and sandbox exactly; /etc/irqpilot/irqpilot.toml sets a moderation target far below the
+#      load and restore_on_exit), 8 s at low load (no moderation change allowed), then 22 s
+#      loaded (placement and moderation must act), then `systemctl stop` (SIGTERM): every
+#      affinity, NIC coalescing (all of `ethtool -c`: RX and TX), channel count and NVMe feature
+#      08h/09h back as it was. Then the same daemon as plain root for 16 s (4r), to tell what
+#      the daemon does from what the unit lets it do;
+#   5. Debian's irqbalance under its own unit on the same devices from the same pile-up: where
 #      each puts the queues, and the per-CPU interrupt load each placement gives.
 # Then one table; exit 0 when every check passes, 1 when any fails, 2 when the lab could not run
 # (not root, no QEMU, the guest did not boot or finish): always with the reason.
 #
 # Safety: every irqpilot, ethtool, nvme and irqbalance command runs inside the guest. The host
-# only gets QEMU (from apt, when missing), a temp dir (removed at exit unless --keep), and for the
-# guest's lifetime a network namespace holding the tap device (gone with QEMU). Only the QEMU
-# process this script started is stopped, by its pid.
+# only gets packages from apt when missing (qemu-system-x86, jq, kmod, iproute2, libcap2-bin:
+# none runs a service), a temp dir (removed at exit unless --keep), and for the guest's
+# lifetime a network namespace holding the tap device (gone with QEMU). Only the QEMU processes
+# this script started are stopped, by their pid.
 #
 # Environment: IRQPILOT_VM_TEST=0 skips (says so, exit 0). IRQPILOT_BIN: the binary to test
 # (default: cargo build --release). VM_CHECK_ACCEL=kvm|tcg (default: KVM when /dev/kvm boots a
-# guest, else TCG). VM_CHECK_CPUS (4). VM_CHECK_TIMEOUT (seconds for the guest, default 480).
+# guest, else TCG). VM_CHECK_CPUS (4). VM_CHECK_TIMEOUT (seconds for the guest, default 720: a
+# safety net for a hung guest; the lab takes 3-5 minutes with TCG on a 2-core host).
 # VM_CHECK_DEBS=DIR keeps the downloaded packages there between runs.
 set -euo pipefail
 
@@ -612,7 +619,7 @@ fi
 
 ncpu=${VM_CHECK_CPUS:-4}
 [[ $ncpu =~ ^[0-9]+$ && $ncpu -ge 4 && $ncpu -le 8 ]] || die "VM_CHECK_CPUS=$ncpu: 4 to 8"
-timeout_s=${VM_CHECK_TIMEOUT:-480}
+timeout_s=${VM_CHECK_TIMEOUT:-720}
 phases=()
 phase_t=$SECONDS
 phase() { phases+=("$1 $((SECONDS - phase_t)) s"); phase_t=$SECONDS; }
@@ -880,6 +887,7 @@ kvm_boots() {
         -kernel "$vmlinuz" -append "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1" \
         -serial "file:$log" </dev/null >/dev/null 2>&1 &
     pid=$!
+    qemu_pid=$pid
     while [[ $t -lt 10 ]] && kill -0 "$pid" 2>/dev/null; do
         grep -q 'Linux version' "$log" 2>/dev/null && { ok=0; break; }
         sleep 1
@@ -888,6 +896,7 @@ kvm_boots() {
     grep -q 'Linux version' "$log" 2>/dev/null && ok=0
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
+    qemu_pid=
     return $ok
 }
 accel=${VM_CHECK_ACCEL:-}
