@@ -235,6 +235,7 @@ NVEC=$((NVEC - 1))
     echo "ISO=$ISO"
     echo "HK=$HK"
     echo "NVEC=$NVEC"
+    echo "IRQBALANCE_S=$IRQBALANCE_S"
     echo "DEVIRQS='$(echo $DEVIRQS)'"
     echo "KERNEL='$(uname -r)'"
 } >$R/env

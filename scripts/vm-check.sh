@@ -281,7 +281,7 @@ journal_refusals() {
         sort | uniq -c | sort -rn | head -n "${1:-3}" | sed -E 's/^ *([0-9]+) /\1 x /'
 }
 # Placement, the low-load period and moderation under load of one daemon run: daemon_rows
-# ROW-PREFIX SNAPSHOT-PREFIX REFUSALS (the daemon's log, summarised).
+# ROW-PREFIX SNAPSHOT-PREFIX REFUSALS (the daemon's log, summarised) LOG.
 daemon_rows() {
     local id=$1 s=$2 log=$3 n p placed=() bad=() lowd mod label=""
     local tag=$id
@@ -296,7 +296,7 @@ daemon_rows() {
     done
     p=PASS
     [[ ${#placed[@]} -gt 0 ]] || p=FAIL
-    row "${tag}b. ${label}daemon placement under load" $p "${#placed[@]} device IRQs moved from the pile-up$( [[ ${#bad[@]} -gt 0 ]] && echo "; moving at the snapshot: $(show 3 "${bad[@]}")")$( [[ ${#placed[@]} -eq 0 ]] && echo "; the daemon's log: $(show 3 "$log")")"
+    row "${tag}b. ${label}daemon placement under load" $p "${#placed[@]} device IRQs moved from the pile-up; $(sed -n 's/.*period [0-9]*: [0-9]* changes, \([0-9]*\) written, \([0-9]*\) refused.*/\1 \2/p' "$4" | awk '{w += $1; r += $2; n++} END {printf "%d periods, %d written, %d refused", n, w, r}')$( [[ ${#bad[@]} -gt 0 ]] && echo "; moving at the snapshot: $(show 3 "${bad[@]}")")$( [[ ${#placed[@]} -eq 0 ]] && echo "; the daemon's log: $(show 3 "$log")")"
     lowd=$(coalesce_diffs "$s-low-a" "$s-low-b")
     p=PASS
     [[ -z $lowd ]] || p=FAIL
@@ -543,7 +543,7 @@ evaluate() {
     *) [[ $have == "$granted" ]] || p=FAIL ;;
     esac
     row "4a. daemon runs ${ran:-?} s under dist/irqpilot.service" $p "start exit $(rc_of d-start); $state; capabilities: ${have:-none} (the unit: ${granted:-none})"
-    daemon_rows 4 c4 "$(journal_refusals <"$R/d-journal")"
+    daemon_rows 4 c4 "$(journal_refusals <"$R/d-journal")" "$R/d-journal"
     exitst=$(tr '\n' ' ' <"$R/d-show-stop" 2>/dev/null)
     out=$( (affinity_diffs c4-before c4-after; knob_diffs c4-before c4-after) | sed '/^$/d')
     p=PASS
@@ -551,7 +551,7 @@ evaluate() {
     lost_writes=$((lost_writes + $(nlines "$out")))
     row "4e. SIGTERM (systemctl stop): every original back" $p "$exitst; $(grep -h 'restored' "$R/d-journal" | sed 's/^.*\]: //' | tail -n1); $(nlines "$out") differences; $(show 4 "$out")"
     # The same daemon as plain root: what it does on real drivers, apart from the unit.
-    daemon_rows 4r c4r "$(journal_refusals <"$R/r-daemon.err")"
+    daemon_rows 4r c4r "$(journal_refusals <"$R/r-daemon.err")" "$R/r-daemon.out"
     out=$( (affinity_diffs c4r-before c4r-after; knob_diffs c4r-before c4r-after) | sed '/^$/d')
     p=PASS
     [[ -z $out && $(rc_of r-daemon) == 0 ]] || p=FAIL
@@ -614,7 +614,7 @@ fi
 # Build and boot
 # ================================================================================================
 
-[[ $(id -u) -eq 0 ]] || die "needs root: it installs QEMU with apt-get when missing, creates a tap device in a network namespace of its own, and builds an initramfs with device nodes (set IRQPILOT_VM_TEST=0 to skip it)"
+[[ $(id -u) -eq 0 ]] || die "needs root: it installs QEMU with apt-get when missing and creates a tap device in a network namespace of its own (set IRQPILOT_VM_TEST=0 to skip it)"
 [[ $(dpkg --print-architecture 2>/dev/null) == amd64 ]] || die "needs a Debian amd64 host (the guest is Debian's amd64 kernel)"
 
 ncpu=${VM_CHECK_CPUS:-4}
