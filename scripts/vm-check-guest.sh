@@ -325,8 +325,9 @@ systemctl show irqpilot.service -p MainPID -p ActiveState -p SubState >$R/d-show
 pid=$(systemctl show irqpilot.service -p MainPID --value)
 cat /proc/$pid/status >$R/d-proc-status 2>&1
 tr '\0' ' ' </proc/$pid/cmdline >$R/d-cmdline 2>&1
-# A low-load period: the moderator must leave the knobs alone.
-until_t $((DAEMON_LOW_S / 3))
+# A low-load period: the moderator must leave the knobs alone in its second half (the first
+# lets a moderator that takes over its knobs at low load settle).
+until_t $((DAEMON_LOW_S / 2))
 snap c4-low-a coalescing
 until_t $DAEMON_LOW_S
 snap c4-low-b coalescing

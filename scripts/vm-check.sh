@@ -28,7 +28,7 @@
 #      refused (EPERM, reported, exit 3) and the IRQs it would have removed on housekeeping CPUs;
 #   4. `irqpilot daemon` for 30 s under the shipped unit (`systemctl start`: its capabilities
 #      and sandbox exactly; /etc/irqpilot/irqpilot.toml sets a moderation target far below the
-#      load and restore_on_exit), 8 s at low load (no moderation change allowed), then 22 s
+#      load and restore_on_exit), 10 s at low load (no moderation change allowed), then 20 s
 #      loaded (placement and moderation must act), then `systemctl stop` (SIGTERM): every
 #      affinity, NIC coalescing (all of `ethtool -c`: RX and TX), channel count and NVMe feature
 #      08h/09h back as it was. Then the same daemon as plain root for 16 s (4r), to tell what
@@ -802,15 +802,15 @@ for m in e1000 virtio_pci virtio_net nvme; do
 done
 
 # The lab's parameters. Isolate the upper half of the CPUs; the daemon runs 30 s under its unit
-# (8 s at low load, then 22 s loaded) and 16 s as plain root; irqbalance gets one of its 10 s
+# (10 s at low load, then 20 s loaded) and 16 s as plain root; irqbalance gets one of its 10 s
 # rebalancing intervals.
 half=$((ncpu / 2))
 cat >"$rootfs/etc/vmcheck/env" <<EOF
 NCPU=$ncpu
 ISO=$half-$((ncpu - 1))
 HK=0-$((half - 1))
-DAEMON_LOW_S=8
-DAEMON_LOAD_S=22
+DAEMON_LOW_S=10
+DAEMON_LOAD_S=20
 REF_LOW_S=4
 REF_LOAD_S=12
 IRQBALANCE_S=12
