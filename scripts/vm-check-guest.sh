@@ -245,7 +245,7 @@ NVEC=$((NVEC - 1))
     nvme version
     irqbalance --version 2>&1 | head -n 1
     lsirq -V
-    setpriv -V
+    /usr/bin/setpriv -V
     systemctl --version | head -n 1
     busybox 2>&1 | head -n 1
 } >$R/versions 2>&1

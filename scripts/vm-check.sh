@@ -48,7 +48,8 @@
 # (default: cargo build --release). VM_CHECK_ACCEL=kvm|tcg (default: KVM when /dev/kvm boots a
 # guest, else TCG). VM_CHECK_CPUS (4). VM_CHECK_TIMEOUT (seconds for the guest, default 720: a
 # safety net for a hung guest; the lab takes 3-5 minutes with TCG on a 2-core host).
-# VM_CHECK_DEBS=DIR keeps the downloaded packages there between runs.
+# VM_CHECK_DEBS=DIR keeps the downloaded packages there between runs. VM_CHECK_UNIT=FILE runs
+# the daemon under another unit file than dist/irqpilot.service (to try one out).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -618,6 +619,8 @@ fi
 [[ $(dpkg --print-architecture 2>/dev/null) == amd64 ]] || die "needs a Debian amd64 host (the guest is Debian's amd64 kernel)"
 
 ncpu=${VM_CHECK_CPUS:-4}
+unit=${VM_CHECK_UNIT:-$repo/dist/irqpilot.service}
+[[ -f $unit ]] || die "no unit file $unit"
 [[ $ncpu =~ ^[0-9]+$ && $ncpu -ge 4 && $ncpu -le 8 ]] || die "VM_CHECK_CPUS=$ncpu: 4 to 8"
 timeout_s=${VM_CHECK_TIMEOUT:-720}
 phases=()
@@ -736,7 +739,7 @@ install_bin "$stage/usr/bin/setpriv" /usr/bin/setpriv
 # irqpilot: a stripped copy (the guest unpacks the initramfs with TCG; debug info is 90% of it).
 install_bin "$bin" /usr/bin/irqpilot
 strip "$rootfs/usr/bin/irqpilot" 2>/dev/null || true
-unit_exec=$(sed -n 's/^ExecStart=[-@+!:]*\([^ ]*\).*/\1/p' "$repo/dist/irqpilot.service" | head -n1)
+unit_exec=$(sed -n 's/^ExecStart=[-@+!:]*\([^ ]*\).*/\1/p' "$unit" | head -n1)
 [[ -n $unit_exec && $unit_exec != /usr/bin/irqpilot ]] && mkdir -p "$rootfs$(dirname "$unit_exec")" && cp "$rootfs/usr/bin/irqpilot" "$rootfs$unit_exec"
 cp "$stage/bin/busybox" "$rootfs/bin/busybox"
 for applet in $("$rootfs/bin/busybox" --list); do
@@ -749,7 +752,7 @@ done
 cp "$stage"/lib/systemd/system/*.target "$rootfs/lib/systemd/system/"
 cp "$stage"/lib/systemd/system/systemd-journald{.service,.socket,-dev-log.socket} "$rootfs/lib/systemd/system/"
 cp "$stage/lib/systemd/system/irqbalance.service" "$rootfs/lib/systemd/system/"
-cp "$repo/dist/irqpilot.service" "$rootfs/etc/systemd/system/irqpilot.service"
+cp "$unit" "$rootfs/etc/systemd/system/irqpilot.service"
 mkdir -p "$rootfs"/etc/systemd/system/{sockets.target.wants,sysinit.target.wants}
 ln -s /lib/systemd/system/systemd-journald.socket "$rootfs/etc/systemd/system/sockets.target.wants/"
 ln -s /lib/systemd/system/systemd-journald-dev-log.socket "$rootfs/etc/systemd/system/sockets.target.wants/"
