@@ -401,7 +401,12 @@ fn a_channel_cut_journals_the_masks_its_driver_rewrites() {
         actions: vec![set(30, 1)],
         notes: Vec::new(),
     });
-    let recorded: Vec<_> = p.journal().entries().iter().map(|e| e.knob.clone()).collect();
+    let recorded: Vec<_> = p
+        .journal()
+        .entries()
+        .iter()
+        .map(|e| e.knob.clone())
+        .collect();
     assert_eq!(
         recorded[..3],
         [
