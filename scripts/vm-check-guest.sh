@@ -126,6 +126,24 @@ isolate_config() {
     mark "isolate: vector_capacity = $cap per CPU makes the planner cut $V"
 }
 
+# Sleeps until $1 seconds after the daemon started ($t_start).
+until_t() { sleep $(awk -v a="$t_start" -v b="$(up)" -v d="$1" 'BEGIN { r = a + d - b; print (r > 0 ? r : 0) }'); }
+
+# A daemon's run from its start: LOW_S seconds without load, then LOAD_S seconds loaded, with
+# coalescing snapshots PREFIX-low-a/-low-b (the low-load period's second half: the first lets a
+# moderator that takes over its knobs at low load settle) and PREFIX-load-mid/-load-end.
+daemon_periods() { # PREFIX LOW_S LOAD_S
+    until_t $(($2 / 2))
+    snap $1-low-a coalescing
+    until_t $2
+    snap $1-low-b coalescing
+    load_start
+    until_t $(($2 + $3 / 2))
+    snap $1-load-mid coalescing
+    until_t $(($2 + $3))
+    snap $1-load-end coalescing
+}
+
 # Load on every device from every CPU, at rates a TCG guest on two host cores keeps up with:
 # ICMP echo every 2 ms over the e1000 (to user-mode networking's gateway) and every 5 ms per CPU
 # over virtio-net (to the host end of its tap device, one source address per CPU so that each
@@ -317,25 +335,13 @@ cp /etc/vmcheck/daemon.toml /etc/irqpilot/irqpilot.toml
 sleep 1
 snap c4-before knobs
 t_start=$(up)
-# Sleeps until DEADLINE seconds after the daemon started.
-until_t() { sleep $(awk -v a="$t_start" -v b="$(up)" -v d="$1" 'BEGIN { r = a + d - b; print (r > 0 ? r : 0) }'); }
 run d-start systemctl start irqpilot.service
 sleep 1
 systemctl show irqpilot.service -p MainPID -p ActiveState -p SubState >$R/d-show-start 2>&1
 pid=$(systemctl show irqpilot.service -p MainPID --value)
 cat /proc/$pid/status >$R/d-proc-status 2>&1
 tr '\0' ' ' </proc/$pid/cmdline >$R/d-cmdline 2>&1
-# A low-load period: the moderator must leave the knobs alone in its second half (the first
-# lets a moderator that takes over its knobs at low load settle).
-until_t $((DAEMON_LOW_S / 2))
-snap c4-low-a coalescing
-until_t $DAEMON_LOW_S
-snap c4-low-b coalescing
-load_start
-until_t $((DAEMON_LOW_S + DAEMON_LOAD_S / 2))
-snap c4-load-mid coalescing
-until_t $((DAEMON_LOW_S + DAEMON_LOAD_S))
-snap c4-load-end coalescing
+daemon_periods c4 $DAEMON_LOW_S $DAEMON_LOAD_S
 systemctl show irqpilot.service -p MainPID -p ActiveState -p SubState -p NRestarts >$R/d-show-before-stop 2>&1
 t_stop=$(up)
 echo "$t_start $t_stop" >$R/d-ran
@@ -355,15 +361,7 @@ snap c4r-before knobs
 t_start=$(up)
 irqpilot --config /etc/vmcheck/daemon.toml daemon >$R/r-daemon.out 2>$R/r-daemon.err &
 rpid=$!
-until_t $((REF_LOW_S / 2))
-snap c4r-low-a coalescing
-until_t $REF_LOW_S
-snap c4r-low-b coalescing
-load_start
-until_t $((REF_LOW_S + REF_LOAD_S / 2))
-snap c4r-load-mid coalescing
-until_t $((REF_LOW_S + REF_LOAD_S))
-snap c4r-load-end coalescing
+daemon_periods c4r $REF_LOW_S $REF_LOAD_S
 echo "$t_start $(up)" >$R/r-ran
 kill -TERM $rpid
 wait $rpid
