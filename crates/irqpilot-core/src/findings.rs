@@ -38,6 +38,54 @@ impl Default for FindingsConfig {
     }
 }
 
+/// A `[findings]` value out of its range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("findings.{field} = {value}: {why}")]
+pub struct FindingsConfigError {
+    /// The key.
+    pub field: &'static str,
+    /// The value given.
+    pub value: String,
+    /// The range.
+    pub why: String,
+}
+
+impl FindingsConfig {
+    /// Checks every value is in its range (a zero vector capacity would report "about 0
+    /// available"; a negative or NaN share would make every or no IRQ heavy).
+    pub fn validate(&self) -> Result<(), FindingsConfigError> {
+        use crate::placement::config::check_range;
+        let ranges = [
+            ("heavy_min_per_sec", self.heavy_min_per_sec, 0.0, 1e9, false),
+            ("heavy_min_share", self.heavy_min_share, 0.0, 1.0, false),
+            (
+                "vector_warn_fraction",
+                self.vector_warn_fraction,
+                0.0,
+                1.0,
+                true,
+            ),
+        ];
+        for (field, v, lo, hi, open) in ranges {
+            if let Err(why) = check_range(v, lo, hi, open) {
+                return Err(FindingsConfigError {
+                    field,
+                    value: v.to_string(),
+                    why,
+                });
+            }
+        }
+        if !(1..=65_535).contains(&self.vector_capacity) {
+            return Err(FindingsConfigError {
+                field: "vector_capacity",
+                value: self.vector_capacity.to_string(),
+                why: "must be in 1-65535 (device vectors per CPU; x86 has about 200)".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// How much a finding matters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

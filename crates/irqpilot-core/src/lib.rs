@@ -35,7 +35,7 @@ pub mod topology;
 
 pub use control::{Controller, StepReport};
 pub use cpuset::{CpuSet, CpuSetError, MAX_CPUS};
-pub use findings::{Finding, FindingsConfig, Severity};
+pub use findings::{Finding, FindingsConfig, FindingsConfigError, Severity};
 pub use ids::{CpuId, IrqNum, MonoNs, NodeId, PciAddr};
 pub use irq::{Irq, PciDevice, Trigger};
 pub use isolation::{Housekeeping, HousekeepingBasis, IsolCpus, IsolFlag, Isolation};

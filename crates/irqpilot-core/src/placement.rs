@@ -27,7 +27,7 @@ mod tests;
 
 pub use capacity::vectors_per_cpu;
 pub use config::{Pin, PlacementConfig, PlacementConfigError};
-pub use constraints::{Hold, glob_match};
+pub use constraints::{Hold, check_glob, glob_match};
 pub use decision::{CpuLoad, Decision, HeavyIrq, Held, Move, MoveReason, irq_list};
 pub use interval::AdaptiveInterval;
 pub use load::LoadBasis;
@@ -79,6 +79,7 @@ impl Learned {
                 ApplyError::PermissionDenied => "permission denied (EACCES)".to_string(),
                 ApplyError::Unsupported => "not supported (EOPNOTSUPP)".to_string(),
                 ApplyError::NotTaken { readback } => format!("the kernel kept {readback}"),
+                ApplyError::LeftAlone { reason } => reason.clone(),
                 ApplyError::Other { message } => message.clone(),
             };
             self.refused.insert(*irq, why);
@@ -227,7 +228,7 @@ pub fn decide(cfg: &PlacementConfig, learned: &Learned, input: &PolicyInput<'_>)
         notes.push("no rates yet: only isolation, bans and pins are applied this period".into());
     } else if m.basis == LoadBasis::Counts || m.basis == LoadBasis::Mixed {
         notes.push(format!(
-            "load basis {:?}: some CPUs report no interrupt time, their interrupts are costed at \
+            "load basis {}: some CPUs report no interrupt time, their interrupts are costed at \
              {} us each",
             m.basis, cfg.interrupt_cost_us
         ));

@@ -186,7 +186,14 @@ impl Action {
                 rx,
                 tx,
             } => {
-                format!("{device} channels combined={combined:?} rx={rx:?} tx={tx:?}")
+                // `ethtool -L` words: `eth0 channels combined 8`, `eth1 channels rx 4 tx 4`.
+                let mut text = format!("{device} channels");
+                for (name, n) in [("combined", combined), ("rx", rx), ("tx", tx)] {
+                    if let Some(n) = n {
+                        text.push_str(&format!(" {name} {n}"));
+                    }
+                }
+                text
             }
         }
     }
@@ -220,6 +227,14 @@ pub enum ApplyError {
     NotTaken {
         /// What the file said afterwards.
         readback: String,
+    },
+    /// Not attempted: the knob's current value could not be put back once changed (a value no
+    /// kernel prints, or none at all), so it is left as it is: what `revert` could not
+    /// restore, `apply` does not touch.
+    #[error("left alone: {reason}")]
+    LeftAlone {
+        /// The knob and its value.
+        reason: String,
     },
     /// Anything else, with the OS message.
     #[error("{message}")]
@@ -282,5 +297,23 @@ mod tests {
             a.describe(),
             "eth0 coalesce rx-usecs 3 rx-frames 0 adaptive-rx off"
         );
+    }
+
+    #[test]
+    fn a_channels_action_reads_like_ethtool() {
+        let a = Action::SetChannels {
+            device: "eth0".into(),
+            combined: Some(8),
+            rx: None,
+            tx: None,
+        };
+        assert_eq!(a.describe(), "eth0 channels combined 8");
+        let b = Action::SetChannels {
+            device: "eth1".into(),
+            combined: None,
+            rx: Some(4),
+            tx: Some(4),
+        };
+        assert_eq!(b.describe(), "eth1 channels rx 4 tx 4");
     }
 }

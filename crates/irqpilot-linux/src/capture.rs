@@ -77,13 +77,20 @@ pub fn capture_with(
     to: &Path,
     opts: &CaptureOptions,
 ) -> Result<CaptureReport, CaptureError> {
-    match std::fs::read_dir(to) {
-        Ok(mut rd) => {
-            if rd.next().is_some() {
-                return Err(CaptureError::NotEmpty(to.to_path_buf()));
-            }
+    // A root without its one mandatory file is no machine: say so rather than "0 files".
+    let interrupts = from.join("proc/interrupts");
+    if let Err(source) = std::fs::metadata(&interrupts) {
+        return Err(CaptureError::Io {
+            path: interrupts,
+            source,
+        });
+    }
+    match crate::tree::destination(to) {
+        Ok(crate::tree::Destination::Occupied) => {
+            return Err(CaptureError::NotEmpty(to.to_path_buf()));
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => mkdir(to)?,
+        Ok(crate::tree::Destination::Empty) => {}
+        Ok(crate::tree::Destination::Absent) => mkdir(to)?,
         Err(source) => {
             return Err(CaptureError::Io {
                 path: to.to_path_buf(),

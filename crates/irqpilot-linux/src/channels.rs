@@ -11,13 +11,14 @@
 //! };
 //! ```
 //!
-//! Only a live root (`/`) has interfaces to talk to: on a fixture tree a channel change is
-//! planned but never applied, and this machine's interfaces are never touched by tests.
+//! The request goes through the same [`EthtoolIo`] as NIC coalescing (one `SIOCETHTOOL` path:
+//! a socket on a live root, an emulated driver in tests). Only a live root (`/`) has interfaces
+//! to talk to: on a fixture tree a channel change is planned but never applied, and this
+//! machine's interfaces are never touched by tests.
 
+use crate::moderation::{EthtoolIo, errno_apply_error};
+use irqpilot_core::ApplyError;
 use std::io;
-
-/// `SIOCETHTOOL` (include/uapi/linux/sockios.h).
-pub const SIOCETHTOOL: libc::c_ulong = 0x8946;
 /// Get channel counts.
 pub const ETHTOOL_GCHANNELS: u32 = 0x3c;
 /// Set channel counts.
@@ -95,76 +96,70 @@ impl EthtoolChannels {
     }
 }
 
-/// `struct ifreq` with the `ifr_data` member of its union (40 bytes on 64-bit Linux).
-#[repr(C)]
-struct IfReqData {
-    name: [libc::c_char; libc::IFNAMSIZ],
-    data: *mut libc::c_void,
-    _pad: [u8; 16],
+/// The structure's size, for the request-length check of [`crate::moderation::EthtoolIo`]
+/// implementations.
+pub const CHANNELS_LEN: usize = 36;
+
+impl EthtoolChannels {
+    /// Decodes the first 36 bytes of `data` (native endianness).
+    pub fn from_bytes(data: &[u8]) -> Option<EthtoolChannels> {
+        let w = |i: usize| -> Option<u32> {
+            Some(u32::from_ne_bytes(
+                data.get(4 * i..4 * i + 4)?.try_into().ok()?,
+            ))
+        };
+        Some(EthtoolChannels {
+            cmd: w(0)?,
+            max_rx: w(1)?,
+            max_tx: w(2)?,
+            max_other: w(3)?,
+            max_combined: w(4)?,
+            rx_count: w(5)?,
+            tx_count: w(6)?,
+            other_count: w(7)?,
+            combined_count: w(8)?,
+        })
+    }
 }
 
-fn ifreq(ifname: &str, data: *mut libc::c_void) -> io::Result<IfReqData> {
-    let bytes = ifname.as_bytes();
-    if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
-        return Err(io::Error::from_raw_os_error(libc::EINVAL));
-    }
-    let mut name = [0 as libc::c_char; libc::IFNAMSIZ];
-    for (d, s) in name.iter_mut().zip(bytes) {
-        *d = *s as libc::c_char;
-    }
-    Ok(IfReqData {
-        name,
-        data,
-        _pad: [0; 16],
-    })
-}
-
-/// Runs one ethtool command on `ifname`, filling `ch` in place.
-fn ethtool(ifname: &str, ch: &mut EthtoolChannels) -> io::Result<()> {
-    let mut req = ifreq(ifname, (ch as *mut EthtoolChannels).cast())?;
-    // SAFETY: plain socket(2); the descriptor is closed below on every path.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `req` is a valid ifreq whose data pointer refers to `ch`, a live
-    // `struct ethtool_channels`, for the whole call; the kernel reads and writes only those.
-    let rc = unsafe { libc::ioctl(fd, SIOCETHTOOL as _, &mut req as *mut IfReqData) };
-    let err = io::Error::last_os_error();
-    // SAFETY: `fd` is ours and open.
-    unsafe { libc::close(fd) };
-    if rc < 0 { Err(err) } else { Ok(()) }
+/// Runs one channels command on `ifname` through `io`, filling `ch` in place.
+fn ethtool(io: &mut dyn EthtoolIo, ifname: &str, ch: &mut EthtoolChannels) -> io::Result<()> {
+    let mut buf = ch.to_bytes();
+    io.ethtool(ifname, &mut buf)?;
+    *ch = EthtoolChannels::from_bytes(&buf)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "short ethtool reply"))?;
+    Ok(())
 }
 
 /// `ethtool -l <ifname>`.
-pub fn get_channels(ifname: &str) -> io::Result<EthtoolChannels> {
+pub fn get_channels(io: &mut dyn EthtoolIo, ifname: &str) -> io::Result<EthtoolChannels> {
     let mut ch = EthtoolChannels {
         cmd: ETHTOOL_GCHANNELS,
         ..Default::default()
     };
-    ethtool(ifname, &mut ch)?;
+    ethtool(io, ifname, &mut ch)?;
     Ok(ch)
 }
 
-/// `ethtool -L <ifname> [combined N] [rx N] [tx N]`: unset counts keep their current value.
-/// Returns the counts before.
-pub fn set_channels(
+/// `ethtool -L <ifname> [combined N] [rx N] [tx N]` after reading the counts (`old`): unset
+/// counts keep their value.
+fn set_channels(
+    io: &mut dyn EthtoolIo,
     ifname: &str,
+    old: &EthtoolChannels,
     combined: Option<u32>,
     rx: Option<u32>,
     tx: Option<u32>,
-) -> io::Result<EthtoolChannels> {
-    let old = get_channels(ifname)?;
+) -> io::Result<()> {
     let mut ch = EthtoolChannels {
         cmd: ETHTOOL_SCHANNELS,
         combined_count: combined.unwrap_or(old.combined_count),
         rx_count: rx.unwrap_or(old.rx_count),
         tx_count: tx.unwrap_or(old.tx_count),
         other_count: old.other_count,
-        ..old
+        ..*old
     };
-    ethtool(ifname, &mut ch)?;
-    Ok(old)
+    ethtool(io, ifname, &mut ch)
 }
 
 /// The counts to ask `ifname`'s driver for, in the kinds of channel it has (`old`, its
@@ -191,54 +186,61 @@ pub fn fit_to_driver(
     }
 }
 
-/// The Linux platform's `SetChannels`: on a live root, `ETHTOOL_SCHANNELS` with the old
-/// counts kept for the journal; under a fixture root there is no interface to talk to, so the
-/// change is reported as planned and not applied.
+/// The Linux platform's `SetChannels`: `ETHTOOL_SCHANNELS` through `io` with the old counts
+/// kept for the journal, then `ETHTOOL_GCHANNELS` again to check the driver kept the new
+/// counts. `io` is `None` where the root has no live interfaces (a fixture or an exported
+/// tree): the change is reported as planned and not applied.
 pub fn apply_channels(
     root: &crate::Root,
+    io: Option<&mut (dyn EthtoolIo + Send + 'static)>,
     device: &str,
     combined: Option<u32>,
     rx: Option<u32>,
     tx: Option<u32>,
-) -> (Option<String>, Result<bool, irqpilot_core::ApplyError>) {
-    if !crate::journal::is_live(root) {
+) -> (Option<String>, Result<bool, ApplyError>) {
+    let Some(io) = io else {
         return (
             None,
-            Err(irqpilot_core::ApplyError::Other {
+            Err(ApplyError::Other {
                 message: format!(
                     "{device}: channel change planned, not applied: no live interface under \
-                     the fixture root {}",
+                     the root {}",
                     root.dir().display()
                 ),
             }),
         );
-    }
-    let path = std::path::Path::new("ethtool").join(device);
-    let old = match get_channels(device) {
-        Ok(c) => c,
-        Err(e) => return (None, Err(channel_error(&e, &path))),
     };
+    let io: &mut dyn EthtoolIo = io;
+    // EPERM from ethtool means "no CAP_NET_ADMIN", not a kernel-managed IRQ: the ethtool
+    // mapping, not the affinity one.
+    let refusal = |e: &io::Error| errno_apply_error(e, &format!("{device}: ethtool channels: {e}"));
+    let old = match get_channels(io, device) {
+        Ok(c) => c,
+        Err(e) => return (None, Err(refusal(&e))),
+    };
+    let old_text = Some(old.counts_text());
     let (combined, rx, tx) = fit_to_driver(&old, combined, rx, tx);
-    let same = combined.is_none_or(|c| c == old.combined_count)
-        && rx.is_none_or(|c| c == old.rx_count)
-        && tx.is_none_or(|c| c == old.tx_count);
-    if same {
-        return (Some(old.counts_text()), Ok(false));
+    let held = |c: &EthtoolChannels| {
+        combined.is_none_or(|n| n == c.combined_count)
+            && rx.is_none_or(|n| n == c.rx_count)
+            && tx.is_none_or(|n| n == c.tx_count)
+    };
+    if held(&old) {
+        return (old_text, Ok(false));
     }
-    match set_channels(device, combined, rx, tx) {
-        Ok(_) => (Some(old.counts_text()), Ok(true)),
-        Err(e) => (Some(old.counts_text()), Err(channel_error(&e, &path))),
+    if let Err(e) = set_channels(io, device, &old, combined, rx, tx) {
+        return (old_text, Err(refusal(&e)));
     }
-}
-
-/// The refusal behind a failed channels ioctl. EPERM here is the missing CAP_NET_ADMIN
-/// (`dev_ethtool()` checks it for every set), not the kernel-managed IRQ it means on
-/// `/proc/irq`; ENODEV is an interface that went away.
-fn channel_error(e: &io::Error, path: &std::path::Path) -> irqpilot_core::ApplyError {
-    match e.raw_os_error() {
-        Some(libc::EPERM | libc::EACCES) => irqpilot_core::ApplyError::PermissionDenied,
-        Some(libc::ENODEV) => irqpilot_core::ApplyError::Vanished,
-        _ => crate::platform::apply_error(e, path),
+    // A write counts only when a read-back shows it held.
+    match get_channels(io, device) {
+        Ok(now) if held(&now) => (old_text, Ok(true)),
+        Ok(now) => (
+            old_text,
+            Err(ApplyError::NotTaken {
+                readback: now.counts_text(),
+            }),
+        ),
+        Err(e) => (old_text, Err(refusal(&e))),
     }
 }
 
@@ -246,7 +248,6 @@ fn channel_error(e: &io::Error, path: &std::path::Path) -> irqpilot_core::ApplyE
 mod tests {
     use super::*;
     use std::mem::{offset_of, size_of};
-    use std::path::Path;
 
     #[test]
     fn struct_layout_matches_the_kernel() {
@@ -255,33 +256,7 @@ mod tests {
         assert_eq!(offset_of!(EthtoolChannels, max_combined), 16);
         assert_eq!(offset_of!(EthtoolChannels, rx_count), 20);
         assert_eq!(offset_of!(EthtoolChannels, combined_count), 32);
-        assert_eq!(size_of::<IfReqData>(), size_of::<libc::ifreq>());
-        assert_eq!(offset_of!(IfReqData, data), 16);
-    }
-
-    #[test]
-    fn byte_encoding() {
-        let ch = EthtoolChannels {
-            cmd: ETHTOOL_SCHANNELS,
-            max_rx: 1,
-            max_tx: 2,
-            max_other: 3,
-            max_combined: 64,
-            rx_count: 5,
-            tx_count: 6,
-            other_count: 1,
-            combined_count: 4,
-        };
-        let b = ch.to_bytes();
-        let word =
-            |i: usize| u32::from_ne_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
-        assert_eq!(word(0), 0x3d);
-        assert_eq!(word(4), 64);
-        assert_eq!(word(8), 4);
-        // The in-memory struct is exactly these bytes (what the ioctl hands the kernel).
-        // SAFETY: EthtoolChannels is repr(C), 36 bytes of u32 without padding.
-        let raw: [u8; 36] = unsafe { std::mem::transmute(ch) };
-        assert_eq!(raw, b);
+        assert_eq!(size_of::<EthtoolChannels>(), CHANNELS_LEN);
     }
 
     #[test]
@@ -327,14 +302,30 @@ mod tests {
     }
 
     #[test]
-    fn a_refused_set_says_why() {
-        use irqpilot_core::ApplyError;
-        let err = |n| channel_error(&io::Error::from_raw_os_error(n), Path::new("ethtool/eth1"));
-        // Without CAP_NET_ADMIN the kernel answers EPERM: not a managed IRQ.
-        assert_eq!(err(libc::EPERM), ApplyError::PermissionDenied);
-        assert_eq!(err(libc::ENODEV), ApplyError::Vanished);
-        assert_eq!(err(libc::EINVAL), ApplyError::Invalid);
-        assert_eq!(err(libc::EOPNOTSUPP), ApplyError::Unsupported);
+    fn byte_encoding() {
+        let ch = EthtoolChannels {
+            cmd: ETHTOOL_SCHANNELS,
+            max_rx: 1,
+            max_tx: 2,
+            max_other: 3,
+            max_combined: 64,
+            rx_count: 5,
+            tx_count: 6,
+            other_count: 1,
+            combined_count: 4,
+        };
+        let b = ch.to_bytes();
+        let word =
+            |i: usize| u32::from_ne_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
+        assert_eq!(word(0), 0x3d);
+        assert_eq!(word(4), 64);
+        assert_eq!(word(8), 4);
+        // The in-memory struct is exactly these bytes (what the ioctl hands the kernel).
+        // SAFETY: EthtoolChannels is repr(C), 36 bytes of u32 without padding.
+        let raw: [u8; 36] = unsafe { std::mem::transmute(ch) };
+        assert_eq!(raw, b);
+        assert_eq!(EthtoolChannels::from_bytes(&b), Some(ch));
+        assert_eq!(EthtoolChannels::from_bytes(&b[..35]), None);
     }
 
     #[test]
@@ -355,10 +346,17 @@ mod tests {
     #[test]
     fn fixture_roots_never_reach_an_interface() {
         let d = tempfile::tempdir().unwrap();
-        let (old, r) = apply_channels(&crate::Root::new(d.path()), "eth0", Some(2), None, None);
+        let (old, r) = apply_channels(
+            &crate::Root::new(d.path()),
+            None,
+            "eth0",
+            Some(2),
+            None,
+            None,
+        );
         assert_eq!(old, None);
         match r {
-            Err(irqpilot_core::ApplyError::Other { message }) => {
+            Err(ApplyError::Other { message }) => {
                 assert!(message.contains("planned, not applied"), "{message}")
             }
             other => panic!("{other:?}"),
@@ -366,12 +364,52 @@ mod tests {
     }
 
     #[test]
-    fn bad_interface_names_are_refused_before_any_syscall() {
-        for name in ["", "a-name-longer-than-15", "nul\0x"] {
-            let e = ifreq(name, std::ptr::null_mut())
-                .err()
-                .map(|e| e.raw_os_error());
-            assert_eq!(e, Some(Some(libc::EINVAL)), "{name:?}");
-        }
+    fn channels_go_through_the_ethtool_io_and_are_read_back() {
+        use crate::moderation::fake::{FakeEthtool, FakeNic};
+        let root = crate::Root::new("/nonexistent");
+        let nic = |fail_sets| FakeNic {
+            channels: Some(EthtoolChannels {
+                max_combined: 64,
+                combined_count: 64,
+                other_count: 1,
+                ..Default::default()
+            }),
+            fail_sets,
+            ..Default::default()
+        };
+        let mut fake = FakeEthtool::new([
+            ("eth0".to_string(), nic(None)),
+            ("eth1".to_string(), nic(Some(libc::EOPNOTSUPP))),
+        ]);
+        let mut io = fake.clone();
+        let (old, r) = apply_channels(&root, Some(&mut io), "eth0", Some(8), None, None);
+        assert_eq!(old.as_deref(), Some("combined=64 rx=0 tx=0 other=1"));
+        assert_eq!(r, Ok(true));
+        assert_eq!(get_channels(&mut fake, "eth0").unwrap().combined_count, 8);
+        // Already so: nothing written.
+        let (_, r) = apply_channels(&root, Some(&mut io), "eth0", Some(8), None, None);
+        assert_eq!(r, Ok(false));
+        // A cut planned as RX/TX on a driver with combined channels only (virtio_net) is its
+        // combined count.
+        let (_, r) = apply_channels(&root, Some(&mut io), "eth0", None, Some(6), Some(6));
+        assert_eq!(r, Ok(true));
+        let now = get_channels(&mut fake, "eth0").unwrap();
+        assert_eq!((now.combined_count, now.rx_count, now.tx_count), (6, 0, 0));
+        let (_, r) = apply_channels(&root, Some(&mut io), "eth0", Some(8), None, None);
+        assert_eq!(r, Ok(true));
+        // Refused by the driver; a device that is not there.
+        let (_, r) = apply_channels(&root, Some(&mut io), "eth1", Some(8), None, None);
+        assert_eq!(r, Err(ApplyError::Unsupported));
+        let (old, r) = apply_channels(&root, Some(&mut io), "eth9", Some(8), None, None);
+        assert_eq!((old, r), (None, Err(ApplyError::Vanished)));
+        // A driver that keeps a multiple of 4 queues: the read-back says so.
+        fake.state().nics.get_mut("eth0").unwrap().channels_step = Some(4);
+        let (_, r) = apply_channels(&root, Some(&mut io), "eth0", Some(6), None, None);
+        assert_eq!(
+            r,
+            Err(ApplyError::NotTaken {
+                readback: "combined=4 rx=0 tx=0 other=1".into()
+            })
+        );
     }
 }

@@ -18,6 +18,7 @@
 //!   out as a complete root directory, through the renderers; [`generate`] builds a large
 //!   synthetic server to write (`irqpilot fixture generate`).
 //! * [`journal`]: records every value `apply` replaces before writing it, and `revert`;
+//!   [`owner`]: the lock that makes one process at a time the writer of a root;
 //!   [`channels`]: NIC queue counts through the ethtool channels ioctl; [`fault`]: simulated
 //!   kernel refusals for tests on fixture trees.
 //!
@@ -35,7 +36,9 @@ pub mod generate;
 pub mod inventory;
 pub mod journal;
 pub mod moderation;
+pub mod owner;
 pub mod platform;
+pub mod readback;
 pub mod root;
 pub mod tree;
 

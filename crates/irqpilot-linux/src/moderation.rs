@@ -32,7 +32,6 @@ use crate::root::Root;
 pub(crate) use crate::root::write_once;
 use irqpilot_core::ApplyError;
 use std::io;
-use std::path::Path;
 
 /// The devices moderation talks to: an ethtool channel (absent when the root is not this
 /// machine, so that a fixture's `eth0` is never confused with the live one) and NVMe admin
@@ -50,8 +49,7 @@ impl ModerationIo {
     /// exported simulator tree has no live interfaces), and `/dev/nvmeN` under `root` (absent
     /// under fixtures, so commands fail per controller).
     pub fn for_root(root: &Root) -> ModerationIo {
-        let live = std::fs::canonicalize(root.dir()).is_ok_and(|p| p == Path::new("/"));
-        let ethtool: Option<Box<dyn EthtoolIo + Send>> = if live {
+        let ethtool: Option<Box<dyn EthtoolIo + Send>> = if root.is_live() {
             match SocketEthtool::open() {
                 Ok(s) => Some(Box::new(s)),
                 Err(e) => {

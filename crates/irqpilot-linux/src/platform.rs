@@ -11,7 +11,8 @@
 //!   sampling allocates nothing. The timestamp is `CLOCK_MONOTONIC` at the middle of the
 //!   `/proc/interrupts` read.
 //! * [`Platform::apply`] writes `smp_affinity_list` and `default_smp_affinity` only when they
-//!   differ, keeps the old text for revert, and re-reads to verify. The kernel's refusals map to
+//!   differ, keeps the old text for revert, and re-reads to verify (on the twin's tree after
+//!   the twin has taken the writes: [`crate::readback`]). The kernel's refusals map to
 //!   [`ApplyError`] variants (ENOENT vanished, EACCES not root, EIO/EPERM managed, ENOSPC no
 //!   vector, EINVAL no online CPU, EOPNOTSUPP unsupported). Moderation actions (NIC coalescing,
 //!   NVMe features, kernel soft moderation) go to [`crate::moderation::apply`]; channel counts to
@@ -256,7 +257,7 @@ impl LinuxPlatform {
 }
 
 /// Re-reads a file after writing `want` and checks the kernel kept it.
-fn verify(
+pub(crate) fn verify(
     path: &Path,
     want: &CpuSet,
     parse: fn(&str) -> Result<CpuSet, crate::ParseError>,
@@ -312,6 +313,15 @@ impl Platform for LinuxPlatform {
         // The one mandatory file is checked first, so a wrong --root says which file is missing.
         let table = self.read_interrupts()?;
         let mut machine = inventory::read_machine(&self.root)?;
+        if machine.topology.online.is_empty() {
+            // `cpu/online` unreadable or inconsistent (a gap says which): the kernel prints one
+            // /proc/interrupts column per online CPU.
+            let mut online: CpuSet = table.cpus.iter().copied().collect();
+            if let Some(possible) = &machine.topology.possible {
+                online = online.intersection(possible);
+            }
+            machine.topology.online = online;
+        }
         for (row, desc) in table.rows().iter().zip(parse_descs(&table)) {
             let (Some(irq), Some(desc)) = (row.label.irq(), desc) else {
                 continue;
@@ -378,7 +388,14 @@ impl Platform for LinuxPlatform {
                     combined,
                     rx,
                     tx,
-                } => crate::channels::apply_channels(&self.root, device, *combined, *rx, *tx),
+                } => crate::channels::apply_channels(
+                    &self.root,
+                    self.moderation.ethtool.as_deref_mut(),
+                    device,
+                    *combined,
+                    *rx,
+                    *tx,
+                ),
                 other => {
                     moderation::apply::apply_moderation(&self.root, &mut self.moderation, other)
                         .unwrap_or_else(|| {
@@ -391,7 +408,11 @@ impl Platform for LinuxPlatform {
                 }
             };
             match &result {
-                Ok(true) => tracing::info!(action = action.describe(), old = ?old, "applied"),
+                Ok(true) => tracing::info!(
+                    action = action.describe(),
+                    old = old.as_deref().unwrap_or("unknown"),
+                    "applied"
+                ),
                 Ok(false) => tracing::debug!(action = action.describe(), "already so"),
                 Err(e) => tracing::warn!(action = action.describe(), error = %e, "refused"),
             }
@@ -401,6 +422,7 @@ impl Platform for LinuxPlatform {
                 result,
             });
         }
+        crate::readback::recheck_on_twin(&self.root, &mut report);
         report
     }
 

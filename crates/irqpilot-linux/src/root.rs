@@ -23,6 +23,33 @@ pub(crate) fn write_once(path: &Path, text: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// File the digital twin writes at the top of its exported tree once the tree is whole (its
+/// content is the twin's pid): the tree's kernel is the simulator, alive while that pid is.
+pub const TWIN_READY_FILE: &str = ".irqpilot-twin-ready";
+
+/// File the twin rewrites after every step of simulated time with the step's number: a writer
+/// knows the twin has taken its writes once the number has moved on by two (one whole step began
+/// after the writes).
+pub const TWIN_STEP_FILE: &str = ".irqpilot-twin-step";
+
+/// What answers for the kernel under a root: who takes writes, and whether
+/// `effective_affinity_list` means anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backing {
+    /// A real kernel: `<root>/proc` is a procfs mount (this machine's `/`, or a host's `/proc`
+    /// bind-mounted under another root). Writes are taken or refused synchronously.
+    Kernel,
+    /// The digital twin's exported tree while the twin runs (`sim --export-root`): writes are
+    /// taken at the twin's next step, and effective affinities are simulated.
+    Twin {
+        /// The twin's process.
+        pid: u32,
+    },
+    /// Plain files (a captured or generated fixture): every write "holds", and nothing ever
+    /// changes an effective affinity.
+    Fixture,
+}
+
 /// A root directory (`/` on a live machine, a fixture or an exported simulator tree otherwise).
 #[derive(Clone, Debug)]
 pub struct Root {
@@ -44,6 +71,28 @@ impl Root {
     /// The root directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Whether this root is this machine's own `/` (resolved, so `/`, `//` and `/proc/..` all
+    /// are): the only root whose network interfaces, NVMe devices and ethtool requests are
+    /// this machine's. The one "is this the live machine?" check.
+    pub fn is_live(&self) -> bool {
+        std::fs::canonicalize(&self.dir).is_ok_and(|p| p == Path::new("/"))
+    }
+
+    /// What stands behind the root's files ([`Backing`]): procfs at `<root>/proc` is a kernel;
+    /// a twin's ready file naming a running process is the twin; anything else is a fixture.
+    pub fn backing(&self) -> Backing {
+        if is_procfs(&self.join("proc")) {
+            return Backing::Kernel;
+        }
+        let pid = std::fs::read_to_string(self.join(TWIN_READY_FILE))
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok());
+        match pid {
+            Some(pid) if process_exists(pid) => Backing::Twin { pid },
+            _ => Backing::Fixture,
+        }
     }
 
     /// `rel` (e.g. `proc/interrupts`) under the root. A leading `/` in `rel` is ignored.
@@ -106,6 +155,39 @@ impl Root {
     }
 }
 
+/// `PROC_SUPER_MAGIC` (include/uapi/linux/magic.h).
+const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+
+/// Whether `dir` is on a procfs mount.
+fn is_procfs(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a zeroed statfs is a valid out-parameter; `c` is a NUL-terminated path that lives
+    // for the call, and the kernel writes only into `st`.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
+    #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets.
+    let magic = st.f_type as i64;
+    rc == 0 && magic == PROC_SUPER_MAGIC
+}
+
+/// Whether process `pid` exists (signal 0: existence and permission check only).
+pub(crate) fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 sends nothing; it only checks the pid.
+    let rc = unsafe { libc::kill(pid, 0) };
+    // EPERM: it exists but belongs to someone else.
+    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +200,35 @@ mod tests {
             PathBuf::from("/tmp/x/proc/interrupts")
         );
         assert_eq!(r.join("proc/stat"), PathBuf::from("/tmp/x/proc/stat"));
+    }
+
+    #[test]
+    fn live_and_backing() {
+        assert!(Root::new("/").is_live());
+        assert!(Root::new("//").is_live());
+        assert!(Root::new("/proc/..").is_live());
+        let d = tempfile::tempdir().unwrap();
+        let r = Root::new(d.path());
+        assert!(!r.is_live());
+        assert!(!Root::new("/nonexistent-root").is_live());
+        assert_eq!(r.backing(), Backing::Fixture);
+        if is_procfs(Path::new("/proc")) {
+            assert_eq!(Root::new("/").backing(), Backing::Kernel);
+        }
+        // A twin tree names its process: alive (this test) is a twin, gone is a fixture.
+        std::fs::write(
+            d.path().join(TWIN_READY_FILE),
+            format!("{}\n", std::process::id()),
+        )
+        .unwrap();
+        assert_eq!(
+            r.backing(),
+            Backing::Twin {
+                pid: std::process::id()
+            }
+        );
+        std::fs::write(d.path().join(TWIN_READY_FILE), "0\n").unwrap();
+        assert_eq!(r.backing(), Backing::Fixture);
     }
 
     #[test]

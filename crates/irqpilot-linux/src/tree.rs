@@ -54,6 +54,31 @@ pub struct TreeReport {
     pub links: usize,
 }
 
+/// What a destination directory holds before a tree is written into it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destination {
+    /// Nothing there yet (it will be created).
+    Absent,
+    /// An empty directory.
+    Empty,
+    /// Something already: a tree is never written over files it did not write.
+    Occupied,
+}
+
+/// What `path` holds: the check `capture`, `fixture generate` and the twin's export make before
+/// writing a tree, so none of them overwrites a directory's content.
+pub fn destination(path: &Path) -> io::Result<Destination> {
+    match std::fs::read_dir(path) {
+        Ok(mut entries) => Ok(if entries.next().is_some() {
+            Destination::Occupied
+        } else {
+            Destination::Empty
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Destination::Absent),
+        Err(e) => Err(e),
+    }
+}
+
 /// Writes `machine` and `snapshot` under `root` (created if needed; existing files are
 /// overwritten) with a default description.
 pub fn write_tree(

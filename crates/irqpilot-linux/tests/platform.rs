@@ -244,3 +244,31 @@ fn default_affinity_width_follows_possible_cpus() {
         "01,00000000\n"
     );
 }
+
+#[test]
+fn online_cpus_come_from_proc_interrupts_when_cpu_online_cannot_be_trusted() {
+    let (_d, root) = common::fixture_copy("firecracker-2cpu");
+    let online = root.join("sys/devices/system/cpu/online");
+    // Online beyond possible: one of the two files is wrong; the gap says so and the online
+    // CPUs are the columns of /proc/interrupts (never CPUs 2-8191 in default_smp_affinity).
+    std::fs::write(&online, "0-8191\n").unwrap();
+    let m = LinuxPlatform::with_root(&root).machine().unwrap();
+    assert_eq!(m.topology.online, l("0-1"));
+    let gap = m
+        .gaps
+        .iter()
+        .find(|g| g.path == "sys/devices/system/cpu/online")
+        .unwrap();
+    assert!(format!("{:?}", gap.reason).contains("2-8191"), "{gap:?}");
+    // Unreadable: the same fallback, so isolation still has its housekeeping CPUs.
+    std::fs::remove_file(&online).unwrap();
+    std::fs::create_dir(&online).unwrap();
+    let m = LinuxPlatform::with_root(&root).machine().unwrap();
+    assert_eq!(m.topology.online, l("0-1"));
+    assert_eq!(m.housekeeping(), l("0-1"));
+    assert!(
+        m.gaps
+            .iter()
+            .any(|g| g.path == "sys/devices/system/cpu/online")
+    );
+}

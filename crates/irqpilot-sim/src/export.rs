@@ -16,9 +16,10 @@
 //! 2. The simulation runs to the next step.
 //! 3. [`TreeExport::refresh`] rewrites what changed: `proc/interrupts`, `proc/stat`,
 //!    `proc/softirqs`, `sys/kernel/irq/N/per_cpu_count`, and the affinity files of IRQs whose
-//!    requested or effective CPUs changed (a refused write gets the old text back). Each file is
-//!    written under a temporary name and renamed over the old one, so a reader sees the whole
-//!    old file or the whole new one, never half of either.
+//!    requested or effective CPUs changed (a refused write gets the old text back); last, the
+//!    step counter [`STEP_FILE`], so a writer can wait until its writes were taken and then read
+//!    them back. Each file is written under a temporary name and renamed over the old one, so a
+//!    reader sees the whole old file or the whole new one, never half of either.
 //!
 //! With a time scale ([`ExportOptions::scale`]) the export sleeps so that simulated time follows
 //! wall time at `scale` simulated seconds per wall second: a peer that samples every few seconds
@@ -32,7 +33,8 @@ use irqpilot_linux::format::interrupts::render_interrupts_into;
 use irqpilot_linux::format::softirqs::render_softirqs;
 use irqpilot_linux::format::stat::render_stat;
 use irqpilot_linux::format::{procirq, sysirq};
-use irqpilot_linux::tree::{TreeOptions, write_tree_with};
+use irqpilot_linux::root::Backing;
+use irqpilot_linux::tree::{Destination, TreeOptions, write_tree_with};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -53,6 +55,22 @@ pub enum ExportError {
     /// The initial tree could not be written.
     #[error(transparent)]
     Tree(#[from] irqpilot_linux::tree::TreeError),
+    /// The directory holds files that are not an earlier export: never written over.
+    #[error(
+        "{0}: not an empty directory nor an earlier export of the twin (it would be written over)"
+    )]
+    Occupied(PathBuf),
+    /// The directory is this machine's `/` (or resolves to it).
+    #[error("{0} is this machine's root: the twin's tree goes in a directory of its own")]
+    Live(PathBuf),
+    /// A twin runs there now.
+    #[error("{path}: the twin with pid {pid} exports there now")]
+    InUse {
+        /// The directory.
+        path: PathBuf,
+        /// The running twin.
+        pid: u32,
+    },
     /// The file to wait for did not appear in time.
     #[error("{0}: did not appear within {HOLD_TIMEOUT_S} s")]
     HoldTimeout(PathBuf),
@@ -99,8 +117,14 @@ pub struct OutsideWrite {
 /// A parser of an affinity file.
 type Parser = fn(&str) -> Result<CpuSet, irqpilot_linux::ParseError>;
 
-/// File written by the twin last (besides the tree's `MANIFEST.toml`) once the tree is whole.
-pub const READY_FILE: &str = ".irqpilot-twin-ready";
+/// File written by the twin last (besides the tree's `MANIFEST.toml`) once the tree is whole;
+/// it holds the twin's pid (`irqpilot_linux::root::Backing::Twin`).
+pub const READY_FILE: &str = irqpilot_linux::root::TWIN_READY_FILE;
+
+/// File rewritten at the end of every [`TreeExport::refresh`] with the number of refreshes so
+/// far: a writer knows its writes were taken (or refused, their old text back) once the number
+/// has grown by two (`LinuxPlatform` waits for that before it reads its writes back).
+pub const STEP_FILE: &str = irqpilot_linux::root::TWIN_STEP_FILE;
 
 /// What the twin last wrote to one IRQ's files.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -130,6 +154,28 @@ pub struct TreeExport {
     /// Every outside write, in the order taken.
     pub writes: Vec<OutsideWrite>,
     clock: Option<(Instant, u64)>,
+    /// Refreshes so far ([`STEP_FILE`]).
+    steps: u64,
+}
+
+/// Refuses `/`, a directory with files of its own, and one a running twin exports to.
+fn check_destination(root: &Path) -> Result<(), ExportError> {
+    let live = irqpilot_linux::Root::new(root);
+    if live.is_live() {
+        return Err(ExportError::Live(root.to_path_buf()));
+    }
+    match irqpilot_linux::tree::destination(root).map_err(io_err(root))? {
+        Destination::Absent | Destination::Empty => Ok(()),
+        Destination::Occupied => match live.backing() {
+            Backing::Twin { pid } => Err(ExportError::InUse {
+                path: root.to_path_buf(),
+                pid,
+            }),
+            // An earlier twin's tree: written over, as it was written.
+            Backing::Fixture if root.join(READY_FILE).is_file() => Ok(()),
+            _ => Err(ExportError::Occupied(root.to_path_buf())),
+        },
+    }
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ExportError + '_ {
@@ -140,12 +186,14 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ExportError + '_ {
 }
 
 impl TreeExport {
-    /// Writes the tree of `platform`'s machine under `root` (created if needed).
+    /// Writes the tree of `platform`'s machine under `root` (created if needed). `root` must
+    /// be absent, empty, or an earlier export no twin runs on now; never `/`.
     pub fn create(
         platform: &mut SimPlatform,
         root: &Path,
         opts: ExportOptions,
     ) -> Result<TreeExport, ExportError> {
+        check_destination(root)?;
         let machine = platform.sim().machine();
         let mut snap = Snapshot::default();
         platform.sim().snapshot_into(&mut snap);
@@ -171,6 +219,7 @@ impl TreeExport {
             buf: String::new(),
             writes: Vec::new(),
             clock: None,
+            steps: 0,
         };
         for irq in machine.irqs.values() {
             let files = IrqFiles {
@@ -426,6 +475,8 @@ impl TreeExport {
             self.put(def_rel, &text)?;
             self.default_affinity = def;
         }
+        self.steps += 1;
+        self.put(STEP_FILE, &format!("{}\n", self.steps))?;
         self.pace(sim.now().ns());
         Ok(())
     }

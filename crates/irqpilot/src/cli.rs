@@ -19,10 +19,10 @@ pub struct Cli {
 /// Flags shared by every subcommand.
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// Directory standing for `/`: a live machine (default), a captured fixture, or a simulator's
-    /// exported tree.
-    #[arg(long, global = true, default_value = "/", value_name = "DIR")]
-    pub root: PathBuf,
+    /// Directory standing for `/`: a live machine (default `/`), a captured fixture, or a
+    /// simulator's exported tree.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
     /// Configuration file (TOML). Default: /etc/irqpilot/irqpilot.toml if it exists.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -230,6 +230,10 @@ pub struct ApplyArgs {
 /// `irqpilot revert`.
 #[derive(Debug, Args)]
 pub struct RevertArgs {
+    /// Put back the values of the newest archive (a finished revert's journal) that the
+    /// machine no longer holds; the journal itself must be empty.
+    #[arg(long)]
+    pub archived: bool,
     /// Journal location.
     #[command(flatten)]
     pub journal: JournalArg,

@@ -45,6 +45,16 @@ impl Config {
     /// Parses configuration text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config> {
         let c: Config = toml::from_str(text).with_context(|| format!("config {origin}"))?;
+        c.findings
+            .validate()
+            .with_context(|| format!("config {origin}"))?;
+        if c.daemon
+            .journal
+            .as_ref()
+            .is_some_and(|j| j.as_os_str().is_empty())
+        {
+            anyhow::bail!("config {origin}: daemon.journal is empty: name a file or leave it out");
+        }
         c.placement
             .validate()
             .with_context(|| format!("config {origin}"))?;
@@ -145,11 +155,65 @@ mod tests {
             ("hysteresis = 1.0", "moderation.hysteresis"),
             ("period_ms = 0", "moderation.period_ms"),
             ("exclude = [\"\"]", "moderation.exclude"),
+            ("exclude = [\"[\"]", "moderation.exclude"),
+            ("delay_us = 4294967295", "moderation.delay_us"),
+            ("period_ms = 100000000", "moderation.period_ms"),
+            ("rx_frames = 0", "moderation.rx_frames"),
             ("target_rate = 5.0", "target_rate"),
         ] {
             let e = Config::parse(&format!("[moderation]\n{text}\n"), "m.toml").unwrap_err();
             let msg = format!("{e:#}");
             assert!(msg.contains(key) && msg.contains("m.toml"), "{text}: {msg}");
+        }
+    }
+
+    #[test]
+    fn every_section_is_checked_and_names_the_key() {
+        for (text, key) in [
+            (
+                "[findings]\nvector_capacity = 0",
+                "findings.vector_capacity",
+            ),
+            (
+                "[findings]\nheavy_min_share = -0.5",
+                "findings.heavy_min_share",
+            ),
+            (
+                "[findings]\nheavy_min_share = nan",
+                "findings.heavy_min_share",
+            ),
+            (
+                "[findings]\nheavy_min_per_sec = inf",
+                "findings.heavy_min_per_sec",
+            ),
+            (
+                "[findings]\nvector_warn_fraction = 0.0",
+                "findings.vector_warn_fraction",
+            ),
+            (
+                "[placement]\nheavy_min_load = 2",
+                "placement.heavy_min_load",
+            ),
+            (
+                "[placement]\ntolerance_relative = 2",
+                "placement.tolerance_relative",
+            ),
+            ("[placement]\nload_shift = 0", "placement.load_shift"),
+            (
+                "[placement]\ninterrupt_cost_us = 0",
+                "placement.interrupt_cost_us",
+            ),
+            (
+                "[placement]\ninterrupt_cost_us = 10\nmax_interrupt_cost_us = 5",
+                "placement.max_interrupt_cost_us",
+            ),
+            ("[placement]\nban_names = [\"[\"]", "placement.ban_names[0]"),
+            ("[placement]\nban_names = [\"\"]", "placement.ban_names[0]"),
+            ("[daemon]\njournal = \"\"", "daemon.journal"),
+        ] {
+            let e = Config::parse(&format!("{text}\n"), "c.toml").unwrap_err();
+            let msg = format!("{e:#}");
+            assert!(msg.contains(key) && msg.contains("c.toml"), "{text}: {msg}");
         }
     }
 

@@ -32,8 +32,15 @@ pub struct Settings {
 
 /// Runs the command `cli` names.
 pub fn run(cli: &Cli) -> Result<ExitCode> {
+    if let (Some(root), Some(why)) = (&cli.global.root, ignores_root(&cli.command)) {
+        eprintln!("irqpilot: note: --root {}: {why}", root.display());
+    }
     let settings = Settings {
-        root: cli.global.root.clone(),
+        root: cli
+            .global
+            .root
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/")),
         format: cli.global.format,
         config: Config::load(cli.global.config.as_deref())?,
     };
@@ -52,6 +59,48 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Sim(a) => cmd::sim::run(a, &settings),
         Command::Bench(a) => cmd::bench::run(a, &settings),
     }
+}
+
+/// What `--root` means to a command that does not read a machine through it (said when it is
+/// given, rather than silently ignored).
+fn ignores_root(command: &Command) -> Option<&'static str> {
+    match command {
+        Command::Sim(_) => Some(
+            "ignored: `sim` simulates its own machine (`--export-root DIR` writes it out as a tree)",
+        ),
+        Command::Fixture(_) => Some("ignored: `fixture generate` writes a machine of its own"),
+        Command::Bench(_) => Some(
+            "only picks the topology the placements are chosen from: the benchmark runs on \
+             this machine's CPUs",
+        ),
+        _ => None,
+    }
+}
+
+/// A command line that parsed but does not make sense (a value out of range, a missing
+/// argument only the command can detect): exit 2 like clap's own usage errors.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// `Err(UsageError(text))`, for `return usage(...)` in argument checks.
+pub fn usage<T>(text: impl Into<String>) -> anyhow::Result<T> {
+    Err(UsageError(text.into()).into())
+}
+
+/// Exit status for command-line errors (clap's, and [`UsageError`]).
+pub const EXIT_USAGE: u8 = 2;
+
+/// Whether `e` is a [`UsageError`].
+pub fn is_usage_error(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<UsageError>().is_some())
 }
 
 /// An error and its causes on one line, `a: b: c`, leaving out a cause whose text the message

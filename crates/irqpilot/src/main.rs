@@ -12,7 +12,11 @@ fn main() -> ExitCode {
         Err(e) if irqpilot::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("irqpilot: {}", irqpilot::error_text(&e));
-            ExitCode::FAILURE
+            if irqpilot::is_usage_error(&e) {
+                ExitCode::from(irqpilot::EXIT_USAGE)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

@@ -200,29 +200,41 @@ fn snapshot_json_contract() {
     let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v.as_object().unwrap().len(), 2);
     assert!(text.starts_with(
-        "{\"cpus\":[0,1],\"interrupts\":[{\"irq\":\"24\",\"per_cpu\":[1,0],\"total\":1},"
+        "{\"cpus\":[0,1],\"interrupts\":[{\"irq\":\"24\",\"name\":\"ACPI:Ged\",\"per_cpu\":[1,0],\"total\":1},"
     ));
     assert_eq!(v["cpus"], json!([0, 1]));
     let rows = v["interrupts"].as_array().unwrap();
     assert_eq!(rows.len(), 35);
-    assert_eq!(rows[0], json!({"irq": "24", "per_cpu": [1, 0], "total": 1}));
     assert_eq!(
-        rows[11],
-        json!({"irq": "36", "per_cpu": [0, 33162], "total": 33162})
+        rows[0],
+        json!({"irq": "24", "name": "ACPI:Ged", "per_cpu": [1, 0], "total": 1})
+    );
+    assert_eq!(rows[11]["irq"], "36");
+    assert_eq!(rows[11]["per_cpu"], json!([0, 33162]));
+    let rx = rows.iter().find(|r| r["irq"] == "38").unwrap();
+    assert_eq!(
+        rx["name"], "virtio2-input.0",
+        "the table's NAME, as lsirq --json has it"
     );
     let nmi = rows.iter().find(|r| r["irq"] == "NMI").unwrap();
-    assert_eq!(nmi, &json!({"irq": "NMI", "per_cpu": [0, 0], "total": 0}));
+    assert_eq!(
+        nmi,
+        &json!({"irq": "NMI", "name": "Non-maskable interrupts", "per_cpu": [0, 0], "total": 0})
+    );
     let loc = rows.iter().find(|r| r["irq"] == "LOC").unwrap();
     assert_eq!(
         loc,
-        &json!({"irq": "LOC", "per_cpu": [77569, 78904], "total": 156473})
+        &json!({"irq": "LOC", "name": "Local timer interrupts", "per_cpu": [77569, 78904], "total": 156473})
     );
     let err = rows.iter().find(|r| r["irq"] == "ERR").unwrap();
-    assert_eq!(err, &json!({"irq": "ERR", "per_cpu": [], "total": 0}));
+    assert_eq!(
+        err,
+        &json!({"irq": "ERR", "name": "", "per_cpu": [], "total": 0})
+    );
     for r in rows {
         let mut keys: Vec<&String> = r.as_object().unwrap().keys().collect();
         keys.sort();
-        assert_eq!(keys, ["irq", "per_cpu", "total"]);
+        assert_eq!(keys, ["irq", "name", "per_cpu", "total"]);
         let sum: u64 = r["per_cpu"]
             .as_array()
             .unwrap()
@@ -490,4 +502,69 @@ fn unknown_config_keys_and_missing_roots_are_errors() {
         String::from_utf8_lossy(&out.stderr),
         "irqpilot: /nonexistent-root/proc/interrupts: No such file or directory (os error 2)\n"
     );
+}
+
+#[test]
+fn roots_that_are_not_machines_and_roots_a_command_ignores_are_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("capture");
+    let o = irqpilot(&[
+        "--root",
+        "/nonexistent",
+        "capture",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("/nonexistent/proc/interrupts"), "{err}");
+    assert!(
+        !out.exists(),
+        "nothing written for a root that is not there"
+    );
+    // Commands that do not read a machine through --root say so.
+    let o = irqpilot(&["--root", "/tmp", "sim", "--list"]);
+    assert!(o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--root /tmp: ignored: `sim`"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let generated_dir = dir.path().join("gen");
+    let o = irqpilot(&[
+        "--root",
+        "/tmp",
+        "fixture",
+        "generate",
+        "--out",
+        generated_dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("ignored: `fixture generate`"));
+    // No note when --root is not given.
+    let o = irqpilot(&["sim", "--list"]);
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn command_line_errors_exit_2_like_clap_s_own() {
+    for args in [
+        vec!["status", "--no-such-flag"],
+        vec!["isolate", "--cpus", "x-y"],
+        vec!["sim"],
+        vec!["sim", "nic-100g-32q", "--set", "novalue"],
+        vec!["watch", "--interval", "0s", "--count", "1"],
+    ] {
+        let o = irqpilot(&args);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
 }

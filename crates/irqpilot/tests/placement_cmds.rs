@@ -4,8 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{irq_files, wait_for};
+use std::path::Path;
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_irqpilot");
@@ -73,35 +75,6 @@ fn json(out: &Output) -> serde_json::Value {
             String::from_utf8_lossy(&out.stderr)
         )
     })
-}
-
-/// Every file under `proc/irq`, byte for byte.
-/// Polls `cond` every 20 ms for up to 30 s.
-fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while std::time::Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    cond()
-}
-
-fn irq_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else {
-                out.insert(p.clone(), std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(&root.join("proc/irq"), &mut out);
-    out
 }
 
 fn cpulist(v: &serde_json::Value) -> String {
@@ -201,6 +174,19 @@ fn apply_then_revert_restores_every_byte() {
         assert_eq!(v["failed"], 0);
         let journal = root.join("var/lib/irqpilot/journal.json");
         assert!(journal.exists());
+        // A fixture has no kernel to move an IRQ: no effective CPUs are claimed.
+        assert!(
+            v["notes"]
+                .to_string()
+                .contains("fixture: effective affinity not simulated")
+        );
+        assert!(
+            v["outcomes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|o| o.get("effective").is_none())
+        );
         assert_eq!(v["journal"].as_str().unwrap(), journal.to_str().unwrap());
         assert_ne!(irq_files(&root), before);
         // A second apply finds nothing to do: the policy is sticky.
@@ -247,15 +233,7 @@ fn refusals_are_reported_the_rest_applied_and_exit_is_partial() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v = json(&out);
-    let kind = |irq: u64| {
-        v["outcomes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["action"]["irq"] == irq)
-            .map(|o| o["result"].as_str().unwrap().to_string())
-            .unwrap()
-    };
+    let kind = |irq: u64| common::result_of(&v, irq).unwrap();
     assert_eq!(kind(812), "no-vector-space");
     assert_eq!(kind(813), "managed");
     assert_eq!(kind(814), "invalid");
@@ -378,6 +356,30 @@ fn isolate_recommends_channels_and_the_boot_line() {
             .contains("planned, not applied")
     );
     assert!(applied["written"].as_u64().unwrap() > 50);
+    // The refused cuts leave their queues' IRQs in place: they are moved to housekeeping CPUs
+    // instead (as far as vectors allow), and the output says so.
+    let removed: Vec<u64> = v["must_leave"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["removed"] == true)
+        .map(|l| l["irq"].as_u64().unwrap())
+        .collect();
+    assert!(!removed.is_empty());
+    let moved = outcomes
+        .iter()
+        .filter(|o| {
+            o["action"]["action"] == "set-affinity"
+                && o["result"] == "written"
+                && removed.contains(&o["action"]["irq"].as_u64().unwrap())
+        })
+        .count();
+    assert!(moved > 0, "no IRQ of a refused cut was moved");
+    let notes = applied["notes"].to_string();
+    assert!(
+        notes.contains("channel cut refused") && notes.contains("moved to housekeeping CPUs"),
+        "{notes}"
+    );
     assert_eq!(
         std::fs::read_to_string(root.join("proc/irq/default_smp_affinity")).unwrap(),
         "00000000,00000000,00000000,00000000,00000000,00000000,00000000,000000ff\n"

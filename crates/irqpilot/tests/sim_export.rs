@@ -38,3 +38,141 @@ fn the_exported_twin_is_a_root_the_other_commands_read() {
     let out = irqpilot(&["sim", "isolation-rt-24cpu", "--realtime", "1"]);
     assert!(!out.status.success());
 }
+
+/// The twin takes a write at its next step and may refuse it (its vector matrix is full):
+/// `isolate --apply` waits for the twin, reads every write back and reports the ones it put
+/// back as not taken (exit 3); `revert` restores the rest.
+#[test]
+fn writes_the_twin_puts_back_are_reported_refused() {
+    use std::process::{Command, Stdio};
+    let dir = scratch_dir();
+    let root = dir.path().join("twin");
+    let mut twin = Command::new(env!("CARGO_BIN_EXE_irqpilot"))
+        .args([
+            "sim",
+            "isolation-rt-24cpu",
+            "--duration",
+            "600s",
+            "--realtime",
+            "1",
+        ])
+        .arg("--export-root")
+        .arg(&root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !root.join(".irqpilot-twin-ready").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let root_s = root.to_str().unwrap();
+    let lists = || -> Vec<String> {
+        (24..48)
+            .map(|irq| {
+                std::fs::read_to_string(root.join(format!("proc/irq/{irq}/smp_affinity_list")))
+                    .unwrap()
+            })
+            .collect()
+    };
+    let before = lists();
+    let out = irqpilot(&[
+        "--root",
+        root_s,
+        "--config",
+        "/dev/null",
+        "--format",
+        "json",
+        "isolate",
+        "--cpus",
+        "4-23",
+        "--apply",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let outcomes = v["applied"]["outcomes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let not_taken: Vec<&serde_json::Value> = outcomes
+        .iter()
+        .filter(|o| o["result"] == "not-taken")
+        .collect();
+    let written = outcomes.iter().filter(|o| o["result"] == "written").count();
+    let after = lists();
+    let reverted = irqpilot(&["--root", root_s, "--config", "/dev/null", "revert"]);
+    let restored = lists();
+    // SAFETY: ending the twin this test started, by its pid.
+    unsafe { libc::kill(twin.id() as libc::pid_t, libc::SIGTERM) };
+    twin.wait().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{v}");
+    assert!(!not_taken.is_empty() && written > 0, "{v}");
+    for o in &not_taken {
+        let irq = o["action"]["irq"].as_u64().unwrap() as usize;
+        assert_eq!(after[irq - 24], before[irq - 24], "IRQ {irq} was put back");
+    }
+    // Written ones were read back and effective CPUs come from the twin, inside the new mask.
+    for o in outcomes.iter().filter(|o| o["result"] == "written") {
+        if o["action"]["action"] == "set-affinity" {
+            assert_eq!(o["effective"], o["action"]["cpus"], "{o}");
+        }
+    }
+    assert!(
+        reverted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reverted.stderr)
+    );
+    assert_eq!(restored, before);
+}
+
+/// The twin never writes over a directory that is not its own earlier export, nor `/`.
+#[test]
+fn the_export_goes_only_where_nothing_would_be_written_over() {
+    let dir = scratch_dir();
+    let taken = dir.path().join("taken");
+    std::fs::create_dir_all(&taken).unwrap();
+    std::fs::write(taken.join("notes.txt"), "mine\n").unwrap();
+    let run = |root: &str| {
+        irqpilot(&[
+            "sim",
+            "isolation-rt-24cpu",
+            "--duration",
+            "20ms",
+            "--export-root",
+            root,
+        ])
+    };
+    let out = run(taken.to_str().unwrap());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("not an empty directory nor an earlier export"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&taken).unwrap().count(),
+        1,
+        "nothing written"
+    );
+    let out = run("/");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("this machine's root"), "{err}");
+    // An earlier export (its twin has ended) is written over.
+    let twin = dir.path().join("twin");
+    ok(&[
+        "sim",
+        "isolation-rt-24cpu",
+        "--duration",
+        "20ms",
+        "--export-root",
+        twin.to_str().unwrap(),
+    ]);
+    ok(&[
+        "sim",
+        "isolation-rt-24cpu",
+        "--duration",
+        "20ms",
+        "--export-root",
+        twin.to_str().unwrap(),
+    ]);
+}

@@ -102,11 +102,11 @@ impl GlobalModerationConfig {
     pub fn validate(&self) -> Result<(), ModerationConfigError> {
         let bad = |field, value: String, why| Err(ModerationConfigError { field, value, why });
         let f = |v: f64, lo_open: f64, hi: f64| v.is_finite() && v > lo_open && v <= hi;
-        if !f(self.target_intr_rate, 0.0, f64::MAX) {
+        if !f(self.target_intr_rate, 0.0, 1e9) {
             return bad(
                 "target_intr_rate",
                 self.target_intr_rate.to_string(),
-                "must be a finite rate > 0 (interrupts/s)",
+                "must be a rate in (0, 1e9] (interrupts/s)",
             );
         }
         if !f(self.hardirq_percent, 0.0, 100.0) {
@@ -116,8 +116,14 @@ impl GlobalModerationConfig {
                 "must be in (0, 100]",
             );
         }
-        if self.delay_us == 0 {
-            return bad("delay_us", "0".into(), "must be >= 1 (microseconds)");
+        // GSIM's own range is 0-500 us (moderation.md 2); NVMe's coalescing time ends at
+        // 25.5 ms. Past 10 ms a delay is an outage, not moderation.
+        if !(1..=10_000).contains(&self.delay_us) {
+            return bad(
+                "delay_us",
+                self.delay_us.to_string(),
+                "must be in 1-10000 (microseconds)",
+            );
         }
         if self.min_delay_us > self.delay_us {
             return bad(
@@ -136,17 +142,27 @@ impl GlobalModerationConfig {
         if !f(self.relax, 0.0, 1.0) {
             return bad("relax", self.relax.to_string(), "must be in (0, 1]");
         }
-        if self.rx_frames == 0 {
-            return bad("rx_frames", "0".into(), "must be >= 1");
+        if !(1..=65_535).contains(&self.rx_frames) {
+            return bad(
+                "rx_frames",
+                self.rx_frames.to_string(),
+                "must be in 1-65535 (packets)",
+            );
         }
-        if self.period_ms == 0 {
-            return bad("period_ms", "0".into(), "must be >= 1 (milliseconds)");
+        if !(1..=60_000).contains(&self.period_ms) {
+            return bad(
+                "period_ms",
+                self.period_ms.to_string(),
+                "must be in 1-60000 (milliseconds)",
+            );
         }
         if !f(self.smoothing, 0.0, 1.0) {
             return bad("smoothing", self.smoothing.to_string(), "must be in (0, 1]");
         }
-        if let Some(p) = self.exclude.iter().find(|p| p.trim().is_empty()) {
-            return bad("exclude", format!("{p:?}"), "patterns must not be empty");
+        for p in &self.exclude {
+            if let Err(why) = crate::placement::check_glob(p) {
+                return bad("exclude", format!("{p:?}"), why);
+            }
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 
 use crate::cpuset::CpuSet;
 use crate::ids::IrqNum;
+use crate::placement::check_glob;
 use serde::{Deserialize, Serialize};
 
 /// Knobs of the placement policy. Loads are in *CPU shares*: 1.0 is one CPU fully busy with
@@ -124,7 +125,7 @@ pub enum PlacementConfigError {
         /// The value given.
         value: String,
         /// The range.
-        why: &'static str,
+        why: String,
     },
     /// A pin that names no IRQ, or more than one kind of selector.
     #[error("placement.pin[{index}]: {why}")]
@@ -132,75 +133,144 @@ pub enum PlacementConfigError {
         /// Position in the `pin` list.
         index: usize,
         /// What is wrong.
+        why: String,
+    },
+    /// A name glob that cannot mean what it says.
+    #[error("placement.{field}[{index}] = {pattern:?}: {why}")]
+    BadGlob {
+        /// The key.
+        field: &'static str,
+        /// Position in the list.
+        index: usize,
+        /// The pattern.
+        pattern: String,
+        /// What is wrong.
         why: &'static str,
     },
 }
 
+/// A finite `v` in `lo..=hi`, or `(lo, hi]` when `open` (a zero there breaks the policy).
+pub(crate) fn check_range(v: f64, lo: f64, hi: f64, open: bool) -> Result<(), String> {
+    let ok = v.is_finite() && v <= hi && if open { v > lo } else { v >= lo };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be a number in {}{lo}, {hi}]",
+            if open { "(" } else { "[" }
+        ))
+    }
+}
+
 impl PlacementConfig {
-    /// Checks ranges: weights and penalties finite and non-negative, tolerance positive (a
-    /// zero tolerance would let float noise move IRQs), intervals ordered, pins well formed.
+    /// Checks ranges: loads and tolerances in CPU shares (0-1], weights and penalties in
+    /// [0, 100], costs ordered, intervals ordered, globs meaningful, pins well formed. Every
+    /// key has a range; a value outside names its key.
     pub fn validate(&self) -> Result<(), PlacementConfigError> {
-        let non_negative = [
-            ("heavy_min_load", self.heavy_min_load),
-            ("tolerance_relative", self.tolerance_relative),
-            ("smt_weight", self.smt_weight),
-            ("llc_weight", self.llc_weight),
-            ("package_weight", self.package_weight),
-            ("queue_spread_weight", self.queue_spread_weight),
-            ("numa_penalty", self.numa_penalty),
-            ("interrupt_cost_us", self.interrupt_cost_us),
-            ("load_shift", self.load_shift),
+        let out = |field: &'static str, value: String, why: String| {
+            Err(PlacementConfigError::OutOfRange { field, value, why })
+        };
+        // (key, value, low, high, low excluded). Loads are CPU shares: above 1 no IRQ could
+        // ever qualify; a zero heavy_min_load or tolerance would let float noise move IRQs.
+        let ranges = [
+            ("heavy_min_load", self.heavy_min_load, 0.0, 1.0, true),
+            ("tolerance", self.tolerance, 0.0, 1.0, true),
+            (
+                "tolerance_relative",
+                self.tolerance_relative,
+                0.0,
+                1.0,
+                false,
+            ),
+            ("smt_weight", self.smt_weight, 0.0, 100.0, false),
+            ("llc_weight", self.llc_weight, 0.0, 100.0, false),
+            ("package_weight", self.package_weight, 0.0, 100.0, false),
+            (
+                "queue_spread_weight",
+                self.queue_spread_weight,
+                0.0,
+                100.0,
+                false,
+            ),
+            ("numa_penalty", self.numa_penalty, 0.0, 100.0, false),
+            // One interrupt costs at least some time; a second is the ceiling of sense.
+            ("interrupt_cost_us", self.interrupt_cost_us, 0.0, 1e6, true),
+            (
+                "max_interrupt_cost_us",
+                self.max_interrupt_cost_us,
+                0.0,
+                1e6,
+                true,
+            ),
+            // The relative change sum|L - L'| / max(sum L, sum L') lies in [0, 2].
+            ("load_shift", self.load_shift, 0.0, 2.0, true),
         ];
-        for (field, v) in non_negative {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(PlacementConfigError::OutOfRange {
-                    field,
-                    value: v.to_string(),
-                    why: "must be a finite number >= 0",
-                });
+        for (field, v, lo, hi, open) in ranges {
+            if let Err(why) = check_range(v, lo, hi, open) {
+                return out(field, v.to_string(), why);
             }
         }
-        let positive = [
-            ("tolerance", self.tolerance),
-            ("max_interrupt_cost_us", self.max_interrupt_cost_us),
-        ];
-        for (field, v) in positive {
-            if !(v.is_finite() && v > 0.0) {
-                return Err(PlacementConfigError::OutOfRange {
-                    field,
-                    value: v.to_string(),
-                    why: "must be a finite number > 0",
-                });
-            }
+        if self.max_interrupt_cost_us < self.interrupt_cost_us {
+            return out(
+                "max_interrupt_cost_us",
+                self.max_interrupt_cost_us.to_string(),
+                format!(
+                    "must be at least interrupt_cost_us ({})",
+                    self.interrupt_cost_us
+                ),
+            );
         }
-        if self.vector_capacity == 0 {
-            return Err(PlacementConfigError::OutOfRange {
-                field: "vector_capacity",
-                value: "0".into(),
-                why: "must be at least 1",
-            });
+        if !(1..=65_535).contains(&self.vector_capacity) {
+            return out(
+                "vector_capacity",
+                self.vector_capacity.to_string(),
+                "must be in 1-65535 (device vectors per CPU; x86 has about 200)".into(),
+            );
         }
         if self.min_interval_ms == 0 || self.min_interval_ms > self.max_interval_ms {
-            return Err(PlacementConfigError::OutOfRange {
-                field: "min_interval_ms",
-                value: self.min_interval_ms.to_string(),
-                why: "must be at least 1 and at most max_interval_ms",
-            });
+            return out(
+                "min_interval_ms",
+                self.min_interval_ms.to_string(),
+                "must be at least 1 and at most max_interval_ms".into(),
+            );
+        }
+        if self.max_interval_ms > 3_600_000 {
+            return out(
+                "max_interval_ms",
+                self.max_interval_ms.to_string(),
+                "must be at most 3600000 (an hour)".into(),
+            );
+        }
+        for (index, g) in self.ban_names.iter().enumerate() {
+            check_glob(g).map_err(|why| PlacementConfigError::BadGlob {
+                field: "ban_names",
+                index,
+                pattern: g.clone(),
+                why,
+            })?;
         }
         for (index, p) in self.pin.iter().enumerate() {
+            let bad = |why: &str| {
+                Err(PlacementConfigError::BadPin {
+                    index,
+                    why: why.to_string(),
+                })
+            };
             let selectors =
                 p.irq.is_some() as u8 + p.device.is_some() as u8 + p.name.is_some() as u8;
             if selectors != 1 {
-                return Err(PlacementConfigError::BadPin {
-                    index,
-                    why: "give exactly one of irq, device, name",
-                });
+                return bad("give exactly one of irq, device, name");
             }
             if p.cpus.is_empty() {
-                return Err(PlacementConfigError::BadPin {
-                    index,
-                    why: "cpus is empty",
-                });
+                return bad("cpus is empty");
+            }
+            if p.device.as_deref().is_some_and(|d| d.trim().is_empty()) {
+                return bad("device is empty");
+            }
+            if let Some(g) = &p.name {
+                if let Err(why) = check_glob(g) {
+                    return bad(&format!("name {g:?}: {why}"));
+                }
             }
         }
         Ok(())
@@ -244,5 +314,104 @@ mod tests {
             ..Default::default()
         };
         assert!(c.validate().unwrap_err().to_string().contains("pin[0]"));
+    }
+
+    #[test]
+    fn every_value_has_a_range() {
+        let bad: Vec<(PlacementConfig, &str)> = vec![
+            (
+                PlacementConfig {
+                    heavy_min_load: 2.0,
+                    ..Default::default()
+                },
+                "heavy_min_load",
+            ),
+            (
+                PlacementConfig {
+                    heavy_min_load: 0.0,
+                    ..Default::default()
+                },
+                "heavy_min_load",
+            ),
+            (
+                PlacementConfig {
+                    tolerance_relative: 2.0,
+                    ..Default::default()
+                },
+                "tolerance_relative",
+            ),
+            (
+                PlacementConfig {
+                    load_shift: 0.0,
+                    ..Default::default()
+                },
+                "load_shift",
+            ),
+            (
+                PlacementConfig {
+                    interrupt_cost_us: 0.0,
+                    ..Default::default()
+                },
+                "interrupt_cost_us",
+            ),
+            (
+                PlacementConfig {
+                    max_interrupt_cost_us: 1.0,
+                    ..Default::default()
+                },
+                "max_interrupt_cost_us",
+            ),
+            (
+                PlacementConfig {
+                    numa_penalty: -1.0,
+                    ..Default::default()
+                },
+                "numa_penalty",
+            ),
+            (
+                PlacementConfig {
+                    vector_capacity: 0,
+                    ..Default::default()
+                },
+                "vector_capacity",
+            ),
+            (
+                PlacementConfig {
+                    max_interval_ms: u64::MAX,
+                    ..Default::default()
+                },
+                "max_interval_ms",
+            ),
+            (
+                PlacementConfig {
+                    ban_names: vec!["[".into()],
+                    ..Default::default()
+                },
+                "ban_names[0]",
+            ),
+            (
+                PlacementConfig {
+                    ban_names: vec!["ok*".into(), "".into()],
+                    ..Default::default()
+                },
+                "ban_names[1]",
+            ),
+            (
+                PlacementConfig {
+                    pin: vec![Pin {
+                        irq: None,
+                        device: None,
+                        name: Some("mlx5_comp[0-3]".into()),
+                        cpus: CpuSet::single(crate::ids::CpuId(0)),
+                    }],
+                    ..Default::default()
+                },
+                "pin[0]",
+            ),
+        ];
+        for (c, key) in bad {
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(&format!("placement.{key}")), "{key}: {e}");
+        }
     }
 }

@@ -36,6 +36,19 @@ pub(crate) struct IrqRule {
     pub pinned: Option<CpuSet>,
 }
 
+/// Whether a name glob can mean what it says: not empty (it would match nothing), and no
+/// `[`, `]`, `{` or `}` ([`glob_match`] knows only `*` and `?`, so a character class
+/// would silently match nothing).
+pub fn check_glob(pattern: &str) -> Result<(), &'static str> {
+    if pattern.trim().is_empty() {
+        return Err("an empty pattern matches nothing");
+    }
+    if pattern.contains(['[', ']', '{', '}']) {
+        return Err("only * and ? are wildcards: [...] and {...} are not supported");
+    }
+    Ok(())
+}
+
 /// Matches `text` against a glob with `*` (any run) and `?` (one character).
 pub fn glob_match(pattern: &str, text: &str) -> bool {
     let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
@@ -160,6 +173,15 @@ mod tests {
     use super::*;
     use crate::ids::{CpuId, PciAddr};
     use crate::irq::PciDevice;
+
+    #[test]
+    fn globs_that_cannot_match_what_they_say_are_refused() {
+        assert_eq!(check_glob("mlx5_comp*@pci:?"), Ok(()));
+        assert!(check_glob("").is_err());
+        assert!(check_glob("  ").is_err());
+        assert!(check_glob("[").is_err());
+        assert!(check_glob("eth{0,1}").is_err());
+    }
 
     #[test]
     fn globs() {

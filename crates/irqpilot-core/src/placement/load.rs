@@ -36,6 +36,17 @@ pub enum LoadBasis {
     Mixed,
 }
 
+impl std::fmt::Display for LoadBasis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LoadBasis::None => "none",
+            LoadBasis::Time => "time",
+            LoadBasis::Counts => "counts",
+            LoadBasis::Mixed => "mixed",
+        })
+    }
+}
+
 /// CPU shares per interrupt on each CPU column of `rates`, and the basis used.
 pub(crate) fn cpu_factors(rates: &Rates, cfg: &PlacementConfig) -> (Vec<f64>, LoadBasis) {
     let count_cost = cfg.interrupt_cost_us * 1e-6;

@@ -54,6 +54,9 @@ fn parse_reusing(text: &str, table: &mut SoftirqTable) -> Result<(), ParseError>
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(err(format!("invalid softirq name `{}`", show(name))));
         }
+        if table.rows[..used].iter().any(|(n, _)| n == name) {
+            return Err(err(format!("softirq `{}` is listed twice", show(name))));
+        }
         if used == table.rows.len() {
             table
                 .rows
@@ -132,7 +135,8 @@ mod tests {
         #[test]
         fn generated_tables_round_trip_exactly(
             cpus in prop::collection::btree_set(0u32..2048, 1..40),
-            rows in prop::collection::vec(("[A-Z][A-Z_]{0,13}", any::<u64>()), 0..12),
+            // Each softirq once, as the kernel prints them.
+            rows in prop::collection::btree_map("[A-Z][A-Z_]{0,13}", any::<u64>(), 0..12),
         ) {
             let cpus: Vec<CpuId> = cpus.into_iter().map(CpuId).collect();
             let n = cpus.len() as u64;

@@ -58,6 +58,13 @@ fn parse_stat_reusing(text: &str, stat: &mut ProcStat) -> Result<(), ParseError>
         if key == "cpu" || cpu_number(key).is_some() {
             let ticks = ticks_of(rest).map_err(|m| err(format!("`{key}`: {m}")))?;
             match cpu_number(key) {
+                // Lines come in CPU order: only one out of order can repeat a CPU.
+                Some(cpu)
+                    if stat.per_cpu.last().is_some_and(|(last, _)| last.0 >= cpu)
+                        && stat.per_cpu.iter().any(|(c, _)| c.0 == cpu) =>
+                {
+                    return Err(err(format!("`cpu{cpu}` is listed twice")));
+                }
                 Some(cpu) => stat.per_cpu.push((CpuId(cpu), ticks)),
                 None if stat.total.is_some() => return Err(err("repeated `cpu` line".into())),
                 None => stat.total = Some(ticks),
@@ -349,7 +356,8 @@ softirq 2817870 0 1040794 68 435652 25900 0 28629 572137 0 714690
         );
         (
             prop::option::of(gen_ticks()),
-            prop::collection::vec((0u32..4096, gen_ticks()), 0..16),
+            // Each CPU once (the kernel prints every online CPU once).
+            prop::collection::btree_map(0u32..4096, gen_ticks(), 0..16),
             gen_counts(),
             gen_counts(),
             other,

@@ -28,13 +28,29 @@ pub(super) fn read_topology(root: &Root, log: &mut GapLog) -> Topology {
     let Some(entries) = list_single(root, log, CPU_DIR, true) else {
         return topo;
     };
-    let online = fetch_single(root, log, &format!("{CPU_DIR}/online"), cpu::parse_cpulist);
+    let online_rel = format!("{CPU_DIR}/online");
+    let mut online = fetch_single(root, log, &online_rel, cpu::parse_cpulist);
     topo.possible = fetch_single(
         root,
         log,
         &format!("{CPU_DIR}/possible"),
         cpu::parse_cpulist,
     );
+    // An online CPU that is not possible cannot be: one of the two files is wrong, and online
+    // CPUs become the housekeeping set and `default_smp_affinity`. Online is then unknown
+    // (the platform falls back to the CPU columns of /proc/interrupts).
+    if let (Some(on), Some(possible)) = (&online, &topo.possible) {
+        let beyond = on.difference(possible);
+        if !beyond.is_empty() {
+            log.single(
+                &online_rel,
+                GapReason::Unparsable(format!(
+                    "online CPUs {beyond} are not possible (possible: {possible})"
+                )),
+            );
+            online = None;
+        }
+    }
     // Offline CPUs lose their topology and cache directories (cpuhp teardown): only CPUs known
     // to be online, or all when `online` is unknown, are expected to have them.
     let expected = |c: CpuId| online.as_ref().is_none_or(|o| o.contains(c));
@@ -141,6 +157,7 @@ pub(super) fn read_topology(root: &Root, log: &mut GapLog) -> Topology {
         t.caches.sort_by_key(|c| (c.level, c.kind));
         topo.cpus.insert(d.cpu, t);
     }
+    // Empty when unknown: `LinuxPlatform::machine` fills it from /proc/interrupts.
     topo.online = online.unwrap_or_default();
     read_nodes(root, log, &mut topo);
     topo

@@ -179,8 +179,9 @@ fn apply_journals_first_and_revert_restores_bytes() {
     let rep = revert(&mut fake, &mut journal).unwrap();
     assert!(!rep.partial());
     assert_eq!(snapshot(&root), before, "byte for byte");
-    let archived = rep.archived.unwrap();
+    let archived = rep.archived.clone().unwrap();
     assert!(archived.ends_with("journal.json.reverted"));
+    assert_eq!((rep.restored(), rep.already(), rep.gone()), (3, 1, 0));
     assert!(!root.join(DEFAULT_JOURNAL).exists());
     // Nothing left: a second revert does nothing.
     let mut j = Journal::open(root.join(DEFAULT_JOURNAL)).unwrap();
@@ -424,4 +425,135 @@ fn a_channel_cut_journals_the_masks_its_driver_rewrites() {
     assert!(!rep.partial());
     assert_eq!(nic.channels, 4);
     assert_eq!(snapshot(&root), before);
+}
+
+#[test]
+fn a_second_writer_never_overwrites_the_first_ones_originals() {
+    // The forced race of two applies: both open the journal before either has written. The
+    // second re-reads the file before recording, so the values from before the first apply
+    // stay; with an in-memory copy it would have saved the first apply's results as originals.
+    let (_d, root) = tree();
+    let before = snapshot(&root);
+    let mut first = journaled(&root, BTreeMap::new());
+    let mut second = journaled(&root, BTreeMap::new());
+    first.apply(&Plan {
+        actions: vec![set(30, 1), set(31, 0)],
+        notes: vec![],
+    });
+    second.inner_mut().check = false;
+    second.apply(&Plan {
+        actions: vec![set(30, 2), set(31, 3), set(32, 0)],
+        notes: vec![],
+    });
+    let j = Journal::open(root.join(DEFAULT_JOURNAL)).unwrap();
+    let olds: Vec<&str> = j.entries().iter().map(|e| e.old.as_str()).collect();
+    assert_eq!(olds, ["0-3", "2", "1,3"], "{:?}", j.entries());
+    let (mut fake, mut journal) = second.into_parts();
+    let rep = revert(&mut fake, &mut journal).unwrap();
+    assert!(!rep.partial());
+    assert_eq!(rep.restored(), 3);
+    assert_eq!(snapshot(&root), before);
+}
+
+#[test]
+fn unrestorable_originals_are_left_alone_and_reported() {
+    let (d, root) = tree();
+    // What no kernel prints, but a damaged tree may hold: letters, nothing, CPUs beyond any
+    // machine. Once overwritten, none of them could be put back.
+    for (irq, text) in [(30, "abc\n"), (31, "\n"), (32, "0-4294967295\n")] {
+        std::fs::write(
+            d.path().join(format!("proc/irq/{irq}/smp_affinity_list")),
+            text,
+        )
+        .unwrap();
+    }
+    let before = snapshot(&root);
+    let mut p = journaled(&root, BTreeMap::new());
+    p.inner_mut().check = false;
+    let r = p.apply(&Plan {
+        actions: vec![
+            set(30, 1),
+            set(31, 1),
+            set(32, 1),
+            Action::SetDefaultAffinity {
+                cpus: CpuSet::range(0, 1),
+            },
+        ],
+        notes: vec![],
+    });
+    assert_eq!(r.outcomes.len(), 4, "one outcome per action, in order");
+    for (k, irq) in [30, 31, 32].into_iter().enumerate() {
+        let o = &r.outcomes[k];
+        assert_eq!(o.action, set(irq, 1));
+        match &o.result {
+            Err(ApplyError::LeftAlone { reason }) => assert!(
+                reason.starts_with(&format!("IRQ {irq} affinity could not be restored")),
+                "{reason}"
+            ),
+            other => panic!("IRQ {irq}: {other:?}"),
+        }
+    }
+    assert_eq!(r.outcomes[3].result, Ok(true));
+    // Only the default affinity was journaled and written.
+    assert_eq!(p.journal().entries().len(), 1);
+    let (mut fake, mut journal) = p.into_parts();
+    let rep = revert(&mut fake, &mut journal).unwrap();
+    assert!(!rep.partial());
+    assert_eq!(snapshot(&root), before, "byte for byte");
+}
+
+#[test]
+fn archives_are_never_overwritten_and_can_be_restored_again() {
+    let (_d, root) = tree();
+    let before = snapshot(&root);
+    let path = root.join(DEFAULT_JOURNAL);
+    for round in 0..3 {
+        let mut p = journaled(&root, BTreeMap::new());
+        p.apply(&Plan {
+            actions: vec![set(30, round), set(31, 3)],
+            notes: vec![],
+        });
+        let (mut fake, mut journal) = p.into_parts();
+        fake.check = false;
+        let rep = revert(&mut fake, &mut journal).unwrap();
+        assert_eq!(
+            rep.archived.as_deref(),
+            archives(&path).last().map(|p| p.as_path())
+        );
+    }
+    let all = archives(&path);
+    assert_eq!(all.len(), 3);
+    assert!(all[0].ends_with("journal.json.reverted"));
+    assert!(all[2].ends_with("journal.json.reverted.2"));
+    assert_eq!(snapshot(&root), before);
+    // Something else moves the IRQs after the revert: the archive says what differs, and puts
+    // it back (the archive itself stays).
+    std::fs::write(root.join("proc/irq/30/smp_affinity_list"), "3\n").unwrap();
+    let newest = Journal::open(&all[2]).unwrap();
+    let differ = differing(&root, newest.entries());
+    assert_eq!(differ.len(), 1);
+    assert_eq!(differ[0].knob, Knob::Affinity { irq: IrqNum(30) });
+    let mut fake = journaled(&root, BTreeMap::new()).into_parts().0;
+    fake.check = false;
+    let rep = restore_archived(&mut fake, &all[2]).unwrap();
+    assert_eq!((rep.restored(), rep.already(), rep.kept), (1, 1, 0));
+    assert_eq!(snapshot(&root), before);
+    assert!(all[2].exists());
+}
+
+#[test]
+fn knobs_read_as_words() {
+    assert_eq!(
+        Knob::Affinity { irq: IrqNum(814) }.to_string(),
+        "IRQ 814 affinity"
+    );
+    assert_eq!(
+        Knob::Coalesce {
+            device: "eth0".into(),
+            queue: Some(3)
+        }
+        .to_string(),
+        "eth0 queue 3 coalescing"
+    );
+    assert_eq!(Knob::DefaultAffinity.to_string(), "default affinity");
 }

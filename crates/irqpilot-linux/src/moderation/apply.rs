@@ -283,7 +283,14 @@ fn layout(root: &Root) -> Result<soft::SoftLayout, ApplyError> {
         }
         Err(irqpilot_core::GapReason::PermissionDenied) => Err(ApplyError::PermissionDenied),
         Err(reason) => Err(ApplyError::Other {
-            message: format!("{}: {reason:?}", soft::DIRECTORY.path),
+            message: format!(
+                "{}: {}",
+                soft::DIRECTORY.path,
+                match reason {
+                    irqpilot_core::GapReason::Unparsable(why) => why,
+                    _ => "unreadable".to_string(),
+                }
+            ),
         }),
     }
 }

@@ -1,5 +1,6 @@
 //! NIC coalescing through `SIOCETHTOOL`: the raw request behind [`EthtoolIo`] (a socket here, an
-//! emulated driver in tests), and the typed get/set operations on top of it.
+//! emulated driver in tests), and the typed get/set operations on top of it. Channel counts
+//! ([`crate::channels`]) go through the same trait: one `SIOCETHTOOL` path.
 //!
 //! `ETHTOOL_GCOALESCE` and the per-queue get need no privilege; every set needs `CAP_NET_ADMIN`
 //! (`net/ethtool/ioctl.c`, `dev_ethtool()`), so a non-root set fails with EPERM.
@@ -73,6 +74,9 @@ pub(crate) fn request_len(data: &[u8]) -> Option<usize> {
     };
     match word(0)? {
         ETHTOOL_GCOALESCE | ETHTOOL_SCOALESCE => Some(COALESCE_LEN),
+        crate::channels::ETHTOOL_GCHANNELS | crate::channels::ETHTOOL_SCHANNELS => {
+            Some(crate::channels::CHANNELS_LEN)
+        }
         ETHTOOL_PERQUEUE => {
             if !matches!(word(4)?, ETHTOOL_GCOALESCE | ETHTOOL_SCOALESCE) {
                 return None;
@@ -121,7 +125,7 @@ impl EthtoolIo for SocketEthtool {
         let Some(len) = request_len(data) else {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                "not an ethtool coalescing command",
+                "not an ethtool coalescing or channels command",
             ));
         };
         if data.len() < len {
@@ -322,6 +326,11 @@ mod tests {
         other[0] = 0x01; // ETHTOOL_GSET: not ours.
         assert_eq!(request_len(&other), None);
         assert_eq!(request_len(&[0x4b, 0, 0]), None);
+        let ch = crate::channels::EthtoolChannels {
+            cmd: crate::channels::ETHTOOL_GCHANNELS,
+            ..Default::default()
+        };
+        assert_eq!(request_len(&ch.to_bytes()), Some(36));
         let mut bad_sub = pq.clone();
         bad_sub[4] = 0x3c; // ETHTOOL_GCHANNELS as a sub-command.
         assert_eq!(request_len(&bad_sub), None);

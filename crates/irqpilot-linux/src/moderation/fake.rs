@@ -13,6 +13,7 @@ use super::nvme::{
     FID_IRQ_COALESCING, FID_IRQ_VECTOR_CONFIG, NvmeIo, OPC_GET_FEATURES, OPC_SET_FEATURES,
     PASSTHRU_LEN, PassthruCmd,
 };
+use crate::channels::{ETHTOOL_GCHANNELS, ETHTOOL_SCHANNELS, EthtoolChannels};
 use std::collections::BTreeMap;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -39,6 +40,10 @@ pub struct FakeNic {
     /// outside it fails with EOPNOTSUPP (`ethtool_set_coalesce_supported()`): e1000 supports
     /// only `rx-usecs`, mask `1`.
     pub supported: Option<u32>,
+    /// Channel counts (`ethtool -l`); `None`: the driver has no channel ops (EOPNOTSUPP).
+    pub channels: Option<EthtoolChannels>,
+    /// The driver keeps a channel count rounded down to a multiple of this.
+    pub channels_step: Option<u32>,
 }
 
 /// State of [`FakeEthtool`].
@@ -182,6 +187,49 @@ impl EthtoolIo for FakeEthtool {
                         per_queue[*q as usize] = store.store(*c);
                     }
                 }
+                Ok(())
+            }
+            ETHTOOL_GCHANNELS | ETHTOOL_SCHANNELS => {
+                let set = cmd == ETHTOOL_SCHANNELS;
+                st.log.push(format!(
+                    "{ifname} ETHTOOL_{}CHANNELS",
+                    if set { "S" } else { "G" }
+                ));
+                let Some(have) = nic.channels else {
+                    return Err(errno(libc::EOPNOTSUPP));
+                };
+                let want = EthtoolChannels::from_bytes(data).ok_or_else(|| errno(libc::EFAULT))?;
+                let reply = if set {
+                    if let Some(e) = nic.fail_sets {
+                        return Err(errno(e));
+                    }
+                    // ethtool_set_channels(): nothing above the maxima, at least one RX and TX.
+                    if want.combined_count > have.max_combined
+                        || want.rx_count > have.max_rx
+                        || want.tx_count > have.max_tx
+                        || want.combined_count + want.rx_count == 0
+                    {
+                        return Err(errno(libc::EINVAL));
+                    }
+                    let round = |n: u32| match nic.channels_step {
+                        Some(step) if step > 0 => (n / step * step).max(step.min(n)),
+                        _ => n,
+                    };
+                    let kept = EthtoolChannels {
+                        combined_count: round(want.combined_count),
+                        rx_count: round(want.rx_count),
+                        tx_count: round(want.tx_count),
+                        ..have
+                    };
+                    nic.channels = Some(kept);
+                    kept
+                } else {
+                    have
+                };
+                let bytes = EthtoolChannels { cmd, ..reply }.to_bytes();
+                data.get_mut(..bytes.len())
+                    .ok_or_else(|| errno(libc::EFAULT))?
+                    .copy_from_slice(&bytes);
                 Ok(())
             }
             other => {

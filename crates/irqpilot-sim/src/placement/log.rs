@@ -13,6 +13,7 @@ pub fn refusal_name(e: &ApplyError) -> &'static str {
         ApplyError::Invalid => "invalid",
         ApplyError::Unsupported => "unsupported",
         ApplyError::NotTaken { .. } => "not-taken",
+        ApplyError::LeftAlone { .. } => "left-alone",
         ApplyError::Other { .. } => "other",
     }
 }

@@ -6,7 +6,7 @@
 //! notes}`; `result` is `"written"`, `"unchanged"` or the refusal (`vanished`,
 //! `permission-denied`, `managed`, `no-vector-space`, `invalid`, `unsupported`, ...).
 
-use super::placement_common::{EXIT_PARTIAL, journaled, platform, sample};
+use super::placement_common::{EXIT_PARTIAL, journaled, platform, sample, take_root};
 use super::plan::decide_now;
 use crate::Settings;
 use crate::cli::{ApplyArgs, Format};
@@ -14,6 +14,7 @@ use anyhow::Result;
 use irqpilot_core::{Action, ApplyReport, CpuSet, Platform};
 use irqpilot_linux::Root;
 use irqpilot_linux::format::procirq;
+use irqpilot_linux::root::Backing;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::io::Write;
@@ -31,10 +32,17 @@ pub struct OutcomeLine {
     /// The refusal in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// `effective_affinity_list` read back after a written affinity.
+    /// `effective_affinity_list` read back after a written affinity (a kernel's or the twin's;
+    /// a fixture simulates none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effective: Option<CpuSet>,
+    /// Why the effective CPUs are not inside the new mask yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effective_note: Option<String>,
 }
+
+/// What a fixture cannot say.
+pub const FIXTURE_EFFECTIVE: &str = "fixture: effective affinity not simulated";
 
 /// The JSON document of `apply` (and of the apply step of `isolate --apply`).
 #[derive(Debug, Serialize)]
@@ -53,8 +61,10 @@ pub struct ApplyOutput {
     pub notes: Vec<String>,
 }
 
-/// Turns a report into output lines, reading effective affinities back under `root`.
+/// Turns a report into output lines, reading effective affinities back under `root` (where
+/// a kernel or the twin keeps them).
 pub fn outcome_lines(root: &Root, report: &ApplyReport) -> Vec<OutcomeLine> {
+    let simulated = root.backing() != Backing::Fixture;
     report
         .outcomes
         .iter()
@@ -71,7 +81,7 @@ pub fn outcome_lines(root: &Root, report: &ApplyReport) -> Vec<OutcomeLine> {
                 }
             };
             let effective = match (&o.action, &o.result) {
-                (Action::SetAffinity { irq, .. }, Ok(_)) => root
+                (Action::SetAffinity { irq, .. }, Ok(_)) if simulated => root
                     .read_optional(&format!(
                         "proc/irq/{irq}/{}",
                         procirq::EFFECTIVE_AFFINITY_LIST
@@ -81,12 +91,19 @@ pub fn outcome_lines(root: &Root, report: &ApplyReport) -> Vec<OutcomeLine> {
                     .and_then(|t| procirq::parse_affinity_list(&t).ok()),
                 _ => None,
             };
+            let effective_note = match (&o.action, &effective) {
+                (Action::SetAffinity { cpus, .. }, Some(eff)) if !eff.is_subset(cpus) => {
+                    Some("pending: the kernel moves it when the IRQ next fires".to_string())
+                }
+                _ => None,
+            };
             OutcomeLine {
                 action: o.action.clone(),
                 old: o.old.clone(),
                 result,
                 error,
                 effective,
+                effective_note,
             }
         })
         .collect()
@@ -101,20 +118,7 @@ pub fn print(settings: &Settings, out: &ApplyOutput) -> Result<ExitCode> {
             w.write_all(b"\n")?;
         }
         Format::Table => {
-            let mut s = String::new();
-            for o in &out.outcomes {
-                let eff = o
-                    .effective
-                    .as_ref()
-                    .map(|e| format!(" (effective {e})"))
-                    .unwrap_or_default();
-                let err = o
-                    .error
-                    .as_ref()
-                    .map(|e| format!(": {e}"))
-                    .unwrap_or_default();
-                let _ = writeln!(s, "{:<10} {}{eff}{err}", o.result, o.action.describe());
-            }
+            let mut s = render_outcomes(&out.outcomes, "");
             let _ = writeln!(
                 s,
                 "{} written, {} unchanged, {} refused; old values in {}",
@@ -134,9 +138,45 @@ pub fn print(settings: &Settings, out: &ApplyOutput) -> Result<ExitCode> {
     })
 }
 
+/// One line per outcome: result, action, effective CPUs read back, the refusal.
+pub fn render_outcomes(outcomes: &[OutcomeLine], indent: &str) -> String {
+    let mut s = String::new();
+    for o in outcomes {
+        let eff = match (&o.effective, &o.effective_note) {
+            (Some(e), Some(n)) => format!(" (effective {e}; {n})"),
+            (Some(e), None) => format!(" (effective {e})"),
+            _ => String::new(),
+        };
+        let err = o
+            .error
+            .as_ref()
+            .map(|e| format!(": {e}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "{indent}{:<10} {}{eff}{err}",
+            o.result,
+            o.action.describe()
+        );
+    }
+    s
+}
+
 /// Builds the output of one apply.
-pub fn output(root: &Root, journal: &str, report: &ApplyReport, notes: Vec<String>) -> ApplyOutput {
+pub fn output(
+    root: &Root,
+    journal: &str,
+    report: &ApplyReport,
+    mut notes: Vec<String>,
+) -> ApplyOutput {
     let outcomes = outcome_lines(root, report);
+    let affinity_written = report
+        .outcomes
+        .iter()
+        .any(|o| matches!(o.action, Action::SetAffinity { .. }) && o.result.is_ok());
+    if affinity_written && root.backing() == Backing::Fixture {
+        notes.push(FIXTURE_EFFECTIVE.to_string());
+    }
     ApplyOutput {
         journal: journal.to_string(),
         written: report.written(),
@@ -153,7 +193,10 @@ pub fn output(root: &Root, journal: &str, report: &ApplyReport, notes: Vec<Strin
 
 /// Runs `irqpilot apply`.
 pub fn run(args: &ApplyArgs, settings: &Settings) -> Result<ExitCode> {
-    let (machine, rates) = sample(&mut platform(settings)?, args.sample)?;
+    let mut linux = platform(settings)?;
+    // Held from before the machine is read until the journal and the knobs are written.
+    let _owner = take_root(settings, "apply", args.journal.journal.as_deref())?;
+    let (machine, rates) = sample(&mut linux, args.sample)?;
     let d = decide_now(settings, &machine, rates.as_ref());
     let mut p = journaled(settings, args.journal.journal.as_deref())?;
     let report = if d.plan.is_empty() {

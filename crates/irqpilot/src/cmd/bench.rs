@@ -32,7 +32,7 @@ where
         .map(|x| {
             x.trim()
                 .parse::<T>()
-                .map_err(|e| anyhow::anyhow!("{flag} {x:?}: {e}"))
+                .map_err(|e| crate::UsageError(format!("{flag} {x:?}: {e}")).into())
         })
         .collect()
 }
@@ -41,7 +41,7 @@ where
 pub fn config(a: &NotifyArgs) -> Result<BenchConfig> {
     let mut c = match a.scale {
         Some(f) if f > 0.0 && f.is_finite() => BenchConfig::scaled(f),
-        Some(f) => bail!("--scale {f}: must be a positive number"),
+        Some(f) => return crate::usage(format!("--scale {f}: must be a positive number")),
         None => BenchConfig::default(),
     };
     if let Some(n) = a.iterations {

@@ -9,7 +9,13 @@
 //!   `[moderation]` values restart the moderators (the journal still holds every value from
 //!   before irqpilot's first change).
 //! * SIGTERM / SIGINT end the loop cleanly; with `--restore-on-exit` (or
-//!   `[daemon] restore_on_exit`) the journal is reverted first.
+//!   `[daemon] restore_on_exit`) the journal is reverted first, on every way out
+//!   ([`restore::RestoreOnExit`]: an error or a panic too).
+//! * It owns the root for its whole life ([`irqpilot_linux::owner`]): `apply`, `revert`,
+//!   `isolate --apply` and `moderate --apply` refuse while it runs, naming its pid, and the
+//!   journal on disk is the only copy of the old values.
+//! * A period whose sample cannot be read (a malformed `/proc/interrupts`) is skipped and
+//!   logged; failures in a row back off ([`backoff::Backoff`]) instead of ending the daemon.
 //! * New IRQs are placed within about a second: the sleep checks `/proc/irq` once a second and
 //!   ends early when IRQs come or go, and the controller re-reads the inventory when
 //!   `/proc/interrupts` gains or loses rows.
@@ -20,7 +26,10 @@
 //! Output: one line per period (JSON lines with `--format json`: `{period, at_ns, moves,
 //! written, refused, next_interval_ms}`).
 
-use super::placement_common::{EXIT_PARTIAL, journaled};
+pub mod backoff;
+pub mod restore;
+
+use super::placement_common::{EXIT_PARTIAL, journaled, take_root};
 use crate::Settings;
 use crate::cli::{DaemonArgs, Format};
 use crate::config::Config;
@@ -31,7 +40,6 @@ use irqpilot_core::moderation::kernel_soft::KernelSoftModeration;
 use irqpilot_core::moderation::knobs::Knob;
 use irqpilot_core::placement::PlacementPolicy;
 use irqpilot_core::{Controller, Policy};
-use irqpilot_linux::journal::revert;
 use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
@@ -162,25 +170,30 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
         }
         tracing::warn!(pid, "irqbalance is running; going on because told to");
     }
-    install_signals()?;
-    let mut policy = PlacementPolicy::new(settings.config.placement.clone())?;
-    let mut moderation = settings.config.moderation.clone();
-    let (mut global, mut kernel) = super::moderate::policies(settings);
     let journal = args
         .journal
         .journal
         .as_deref()
         .or(settings.config.daemon.journal.as_deref());
-    let mut platform = journaled(settings, journal)?;
-    let mut controller = Controller::new(&mut platform)?;
-    let limit = if args.once { Some(1) } else { args.iterations };
+    // Declared before the platform: on the way out the journal is restored while it is held.
+    let _owner = take_root(settings, irqpilot_linux::owner::DAEMON, journal)?;
+    install_signals()?;
+    let mut policy = PlacementPolicy::new(settings.config.placement.clone())?;
+    let mut moderation = settings.config.moderation.clone();
+    let (mut global, mut kernel) = super::moderate::policies(settings);
     let restore = args.restore_on_exit || settings.config.daemon.restore_on_exit;
+    let mut guard = restore::RestoreOnExit::new(journaled(settings, journal)?, restore);
+    let platform = &mut guard.platform;
+    let mut controller = Controller::new(platform)?;
+    let limit = if args.once { Some(1) } else { args.iterations };
+    let mut backoff = backoff::Backoff::default();
+    let mut skipped = 0u64;
     let mut out = std::io::stdout().lock();
     let mut refused_total = 0usize;
     let mut period = 0u64;
     let mut irqs = irq_count(&settings.root);
     while limit.is_none_or(|n| period < n) {
-        let wait = interval_ns(&policy, controller.machine(), &moderation);
+        let wait = backoff.wait_ns(interval_ns(&policy, controller.machine(), &moderation));
         nap(wait, &settings.root, &mut irqs);
         if TERM.load(Ordering::SeqCst) {
             break;
@@ -203,7 +216,15 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
             continue;
         }
         period += 1;
-        let step = controller.step(&mut platform, &mut [&mut policy, &mut global, &mut kernel])?;
+        let step = match controller.step(platform, &mut [&mut policy, &mut global, &mut kernel]) {
+            Ok(step) => step,
+            Err(e) => {
+                backoff.failed(&e, interval_ns(&policy, controller.machine(), &moderation));
+                skipped += 1;
+                continue;
+            }
+        };
+        backoff.succeeded();
         let moves = step.plans.iter().map(|(_, p)| p.actions.len()).sum();
         for (name, plan) in &step.plans {
             for n in &plan.notes {
@@ -237,20 +258,20 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
         }
         out.flush()?;
     }
-    let (mut inner, mut journal) = platform.into_parts();
-    if restore && !journal.is_empty() {
-        let rep = revert(&mut inner, &mut journal)?;
+    if let Some(rep) = guard.finish()? {
         writeln!(
             out,
-            "restored {} values from the journal{}",
-            rep.applied.written(),
-            if rep.partial() { " (some kept)" } else { "" }
+            "restored {} values from the journal ({} already so, {} gone, {} kept)",
+            rep.restored(),
+            rep.already(),
+            rep.gone(),
+            rep.kept
         )?;
         if rep.partial() {
             return Ok(ExitCode::from(EXIT_PARTIAL));
         }
     }
-    Ok(if refused_total > 0 && limit.is_some() {
+    Ok(if (refused_total > 0 || skipped > 0) && limit.is_some() {
         // A bounded run (tests, --once) says "partial" like apply does.
         ExitCode::from(EXIT_PARTIAL)
     } else {

@@ -5,7 +5,7 @@ use crate::Settings;
 use crate::cli::{FixtureCommand, Format, GenerateArgs, Preset};
 use anyhow::{Context, Result, bail};
 use irqpilot_linux::generate::large_server;
-use irqpilot_linux::tree::{TreeOptions, write_tree_with};
+use irqpilot_linux::tree::{Destination, TreeOptions, destination, write_tree_with};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -17,17 +17,12 @@ pub fn run(cmd: &FixtureCommand, settings: &Settings) -> Result<ExitCode> {
 }
 
 fn generate(args: &GenerateArgs, settings: &Settings) -> Result<ExitCode> {
-    match std::fs::read_dir(&args.out) {
-        Ok(mut entries) => {
-            if entries.next().is_some() {
-                bail!(
-                    "{}: destination is not an empty directory",
-                    args.out.display()
-                );
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| args.out.display().to_string()),
+    let dest = destination(&args.out).with_context(|| args.out.display().to_string())?;
+    if dest == Destination::Occupied {
+        bail!(
+            "{}: destination is not an empty directory",
+            args.out.display()
+        );
     }
     let (machine, snapshot, name) = match args.preset {
         Preset::LargeServer => {

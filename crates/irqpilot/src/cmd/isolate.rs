@@ -6,21 +6,24 @@
 //! With `--apply`: channel cuts first (the driver re-creates its IRQs, so the placement is
 //! planned again afterwards), then the affinity writes and the default affinity, all journaled.
 //! On a fixture root there is no live interface: a channel cut is reported as planned but not
-//! applied. Exit 3 when anything was refused.
+//! applied. A refused cut leaves its queues' IRQs in place: they are moved to housekeeping CPUs
+//! like every other IRQ (as far as vectors allow), and a note says so. Exit 3 when anything was
+//! refused.
 //!
 //! JSON: the plan (`isolate`, `housekeeping`, `must_leave`, `vectors`, `channels`,
 //! `fits_after_channels`, `default_affinity`, `managed`, `boot`, `cmdline`, `plan`), and with
 //! `--apply` an `applied` object as `irqpilot apply` prints it.
 
 use super::apply::{ApplyOutput, output};
-use super::placement_common::{EXIT_PARTIAL, journaled, platform, sample};
+use super::placement_common::{EXIT_PARTIAL, journaled, platform, sample, take_root};
 use crate::Settings;
 use crate::cli::{Format, IsolateArgs};
 use anyhow::Result;
 use irqpilot_core::isolation::plan::{IsolationPlan, plan_isolation};
-use irqpilot_core::{Action, ApplyReport, Plan, Platform};
+use irqpilot_core::{Action, ApplyReport, IrqNum, Plan, Platform};
 use irqpilot_linux::Root;
 use serde::Serialize;
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::process::ExitCode;
@@ -68,7 +71,17 @@ fn view(p: &IsolationPlan) -> PlanView<'_> {
 /// Runs `irqpilot isolate`.
 pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
     let cfg = &settings.config.placement;
-    let (machine, rates) = sample(&mut platform(settings)?, args.sample)?;
+    let mut linux = platform(settings)?;
+    let _owner = if args.apply {
+        Some(take_root(
+            settings,
+            "isolate --apply",
+            args.journal.journal.as_deref(),
+        )?)
+    } else {
+        None
+    };
+    let (machine, rates) = sample(&mut linux, args.sample)?;
     let plan = plan_isolation(&machine, &args.cpus, cfg, rates.as_ref())?;
     let applied = if args.apply {
         let mut p = journaled(settings, args.journal.journal.as_deref())?;
@@ -83,15 +96,32 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
         let mut rest = plan.plan.clone();
         rest.actions
             .retain(|a| !matches!(a, Action::SetChannels { .. }));
+        let mut notes = Vec::new();
         if !channels.is_empty() {
             report = p.apply(&Plan {
                 actions: channels,
                 notes: Vec::new(),
             });
-            if report.written() > 0 {
-                // New queue count, new IRQs: plan the placement again on what is there now.
+            let refused: Vec<String> = report
+                .outcomes
+                .iter()
+                .filter_map(|o| match (&o.action, &o.result) {
+                    (Action::SetChannels { device, .. }, Err(_)) => Some(device.clone()),
+                    _ => None,
+                })
+                .collect();
+            if report.written() > 0 || !refused.is_empty() {
+                // New queue counts, new IRQs: plan the placement again on what is there now.
                 let machine = p.machine()?;
-                rest = plan_isolation(&machine, &args.cpus, cfg, None)?.plan;
+                let again = plan_isolation(&machine, &args.cpus, cfg, None)?;
+                if refused.is_empty() {
+                    rest = again.plan;
+                } else {
+                    // A refused cut leaves its queues' IRQs on the isolated CPUs: move them
+                    // to housekeeping CPUs like every other IRQ, as far as vectors allow.
+                    notes.push(refused_cut_note(&plan, &again, &refused));
+                    rest = again.decision.plan;
+                }
                 rest.actions
                     .retain(|a| !matches!(a, Action::SetChannels { .. }));
             }
@@ -99,12 +129,7 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
         let second = p.apply(&rest);
         report.outcomes.extend(second.outcomes);
         let journal = p.journal().path().display().to_string();
-        Some(output(
-            &Root::new(&settings.root),
-            &journal,
-            &report,
-            Vec::new(),
-        ))
+        Some(output(&Root::new(&settings.root), &journal, &report, notes))
     } else {
         None
     };
@@ -125,19 +150,15 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
             out.write_all(render(&plan).as_bytes())?;
             if let Some(a) = &applied {
                 let mut s = String::from("applied:\n");
-                for o in &a.outcomes {
-                    let err = o
-                        .error
-                        .as_ref()
-                        .map(|e| format!(": {e}"))
-                        .unwrap_or_default();
-                    let _ = writeln!(s, "  {:<10} {}{err}", o.result, o.action.describe());
-                }
+                s.push_str(&super::apply::render_outcomes(&a.outcomes, "  "));
                 let _ = writeln!(
                     s,
                     "{} written, {} unchanged, {} refused; old values in {}",
                     a.written, a.unchanged, a.failed, a.journal
                 );
+                for n in &a.notes {
+                    let _ = writeln!(s, "note: {n}");
+                }
                 out.write_all(s.as_bytes())?;
             }
         }
@@ -148,6 +169,43 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// What happens to the IRQs a refused channel cut would have removed: they stay, so they are
+/// moved to housekeeping CPUs instead (those that find no free vector stay where they are).
+fn refused_cut_note(first: &IsolationPlan, again: &IsolationPlan, devices: &[String]) -> String {
+    let would_go: BTreeSet<IrqNum> = first
+        .must_leave
+        .iter()
+        .filter(|l| l.removed)
+        .map(|l| l.irq)
+        .collect();
+    let moved = again
+        .decision
+        .plan
+        .actions
+        .iter()
+        .filter(|a| matches!(a, Action::SetAffinity { irq, .. } if would_go.contains(irq)))
+        .count();
+    let stuck = again
+        .decision
+        .stuck
+        .iter()
+        .filter(|i| would_go.contains(i))
+        .count();
+    let mut text = format!(
+        "channel cut refused ({}): the {} IRQs it would have removed stay, so {moved} of them \
+         are moved to housekeeping CPUs instead",
+        devices.join(", "),
+        would_go.len()
+    );
+    if stuck > 0 {
+        text.push_str(&format!(
+            "; {stuck} find no free vector there and stay on the isolated CPUs (isolate fewer \
+             CPUs, or cut the channels by hand: ethtool -L)"
+        ));
+    }
+    text
 }
 
 /// The table form.

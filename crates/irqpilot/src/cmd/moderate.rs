@@ -22,7 +22,7 @@ mod report;
 
 pub use report::*;
 
-use super::placement_common::{EXIT_PARTIAL, journaled, platform};
+use super::placement_common::{EXIT_PARTIAL, journaled, platform, take_root};
 use crate::Settings;
 use crate::cli::{Format, ModerateArgs};
 use anyhow::Result;
@@ -101,6 +101,11 @@ pub fn policies(settings: &Settings) -> (GlobalModerator, KernelSoftModeration) 
 pub fn run(args: &ModerateArgs, settings: &Settings) -> Result<ExitCode> {
     if args.apply {
         let mut p = journaled(settings, args.journal.journal.as_deref())?;
+        let _owner = take_root(
+            settings,
+            "moderate --apply",
+            args.journal.journal.as_deref(),
+        )?;
         run_on(&mut p, args, settings)
     } else {
         run_on(&mut platform(settings)?, args, settings)

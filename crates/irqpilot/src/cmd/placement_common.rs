@@ -1,12 +1,13 @@
 //! What `plan`, `apply`, `revert`, `isolate` and `daemon` share: sampling rates, the journal
-//! location, the platform stack (Linux, optional fault injection for tests, journal), and the
-//! exit code for partial success.
+//! location, the root's lock (one writer at a time), the platform stack (Linux, optional fault
+//! injection for tests, journal), and the exit code for partial success.
 
 use crate::Settings;
 use anyhow::Result;
 use irqpilot_core::{Machine, Platform, Rates};
 use irqpilot_linux::fault::FaultInjection;
 use irqpilot_linux::journal::{DEFAULT_JOURNAL, Journal, JournaledPlatform};
+use irqpilot_linux::owner::{DAEMON, Holder, LockError, RootLock};
 use irqpilot_linux::{LinuxPlatform, Root};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -41,6 +42,44 @@ pub fn journal_path(settings: &Settings, explicit: Option<&Path>) -> PathBuf {
     }
 }
 
+/// How long a writer waits for another one-shot command (`apply`, `revert`, ...) to finish with
+/// the root before giving up. A daemon is never waited for.
+pub const LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// Takes the root for `command` (DESIGN.md rule 11: one writer per root), before anything is
+/// read that the write depends on. Held until dropped; the daemon holds it for its life.
+pub fn take_root(settings: &Settings, command: &str, journal: Option<&Path>) -> Result<RootLock> {
+    let root = Root::new(&settings.root);
+    let holder = Holder {
+        pid: std::process::id(),
+        command: command.to_string(),
+        journal: journal_path(settings, journal).display().to_string(),
+    };
+    RootLock::acquire(&root, &holder, LOCK_WAIT).map_err(|e| match e {
+        LockError::Held {
+            holder: Some(h), ..
+        } if h.command == DAEMON => anyhow::anyhow!(
+            "the irqpilot daemon (pid {}) owns {} and its journal {}: stop it first \
+             (it puts the journal back on exit with --restore-on-exit; otherwise run \
+             `irqpilot revert` once it has stopped)",
+            h.pid,
+            settings.root.display(),
+            h.journal
+        ),
+        LockError::Held {
+            holder: Some(h), ..
+        } => anyhow::anyhow!(
+            "{} is busy: {h} still changes it after {} s; try again when it has finished",
+            settings.root.display(),
+            LOCK_WAIT.as_secs()
+        ),
+        other => anyhow::Error::new(other).context(format!(
+            "cannot take {} for {command}",
+            settings.root.display()
+        )),
+    })
+}
+
 /// The Linux platform over the root, with the test seam.
 pub fn platform(settings: &Settings) -> Result<FaultInjection<LinuxPlatform>> {
     let root = Root::new(&settings.root);
@@ -48,7 +87,7 @@ pub fn platform(settings: &Settings) -> Result<FaultInjection<LinuxPlatform>> {
     let faults = if spec.trim().is_empty() {
         Default::default()
     } else {
-        if irqpilot_linux::journal::is_live(&root) {
+        if root.is_live() {
             anyhow::bail!("{FAULT_ENV} is only honoured under a --root other than /");
         }
         irqpilot_linux::fault::parse_faults(&spec)

@@ -38,7 +38,9 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let Some(name) = &args.scenario else {
-        bail!("name a scenario (irqpilot sim --list shows the built-ins) or a scenario file");
+        return crate::usage(
+            "name a scenario (irqpilot sim --list shows the built-ins) or a scenario file",
+        );
     };
     let base = load(name)?;
     let mut sets = parse_sets(&args.set)?;
@@ -95,7 +97,7 @@ fn parse_sets(raw: &[String]) -> Result<Vec<(String, String)>> {
     raw.iter()
         .map(|s| match s.split_once('=') {
             Some((k, v)) if !k.is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
-            _ => bail!("--set {s:?}: expected key=value"),
+            _ => crate::usage(format!("--set {s:?}: expected key=value")),
         })
         .collect()
 }
@@ -129,7 +131,7 @@ fn run_with_progress(sc: Scenario, format: Format) -> Result<Report> {
 /// tool made to it is logged with what the simulated kernel did with it.
 fn run_exported(sc: Scenario, root: &std::path::Path, args: &SimArgs) -> Result<Report> {
     if args.realtime.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
-        bail!("--realtime: the scale must be a positive number");
+        return crate::usage("--realtime: the scale must be a positive number");
     }
     let opts = irqpilot_sim::export::ExportOptions {
         scale: args.realtime,
@@ -139,11 +141,16 @@ fn run_exported(sc: Scenario, root: &std::path::Path, args: &SimArgs) -> Result<
     let (report, writes) =
         irqpilot_sim::run_scenario_exported(sc, root, opts, |_| {}).map_err(anyhow::Error::msg)?;
     for w in &writes {
+        let result = match &w.result {
+            Ok(true) => "taken".to_string(),
+            Ok(false) => "already so".to_string(),
+            Err(e) => format!("refused: {e}"),
+        };
         tracing::info!(
             at_ms = w.at_ns as f64 / 1e6,
             file = %w.file,
             text = %w.text,
-            result = ?w.result,
+            result,
             "outside write"
         );
     }
@@ -274,7 +281,7 @@ fn compare(
     out: &mut impl Write,
 ) -> Result<ExitCode> {
     let Some((key, values)) = cmp.split_once('=') else {
-        bail!("--compare {cmp:?}: expected key=v1,v2,...");
+        return crate::usage(format!("--compare {cmp:?}: expected key=v1,v2,..."));
     };
     let values: Vec<&str> = values
         .split(',')
@@ -282,7 +289,7 @@ fn compare(
         .filter(|v| !v.is_empty())
         .collect();
     if values.is_empty() {
-        bail!("--compare {cmp:?}: no values");
+        return crate::usage(format!("--compare {cmp:?}: no values"));
     }
     let mut reports = Vec::new();
     for v in &values {

@@ -3,8 +3,10 @@
 //! JSON (a contract other tools rely on): `{"cpus": [0, 1, ...], "interrupts": [{"irq": "24",
 //! "per_cpu": [1, 0], "total": 1}, ...]}`: `cpus` are the CPU ids of the columns in order,
 //! `interrupts` has one object per row in file order, `irq` is the row's label as a string
-//! (`"24"`, `"NMI"`, `"ERR"`), `per_cpu` the counts aligned with `cpus` (empty for a row that
-//! does not have one count per CPU, such as `ERR`), `total` their sum.
+//! (`"24"`, `"NMI"`, `"ERR"`), `name` what the table's NAME column shows (the IRQ's actions,
+//! `"virtio1-req.0"`, or a named row's description, `"Non-maskable interrupts"`), `per_cpu` the
+//! counts aligned with `cpus` (empty for a row that does not have one count per CPU, such as
+//! `ERR`), `total` their sum.
 //!
 //! Works on a root that holds nothing but `proc/interrupts`.
 
@@ -13,9 +15,9 @@ use crate::cli::{Format, SnapshotArgs};
 use crate::render::human;
 use crate::render::table::{Align, Table};
 use anyhow::Result;
-use irqpilot_core::{InterruptTable, Platform};
+use irqpilot_core::{InterruptRow, InterruptTable, Platform};
 use irqpilot_linux::LinuxPlatform;
-use irqpilot_linux::format::irq_desc::parse_descs;
+use irqpilot_linux::format::irq_desc::{IrqDesc, parse_descs};
 use serde::Serialize;
 use std::io::Write;
 use std::process::ExitCode;
@@ -37,6 +39,9 @@ pub struct SnapshotJson<'a> {
 pub struct RowJson<'a> {
     /// The label: `"24"`, `"NMI"`, `"ERR"`.
     pub irq: String,
+    /// The IRQ's actions (`"eth0-TxRx-0"`, comma-separated when shared) or a named row's
+    /// description; empty when it has none.
+    pub name: String,
     /// Counts aligned with `cpus`; empty for rows that are not per CPU.
     pub per_cpu: &'a [u64],
     /// Sum of the row's counts.
@@ -45,13 +50,16 @@ pub struct RowJson<'a> {
 
 /// The JSON form of a table.
 pub fn json(t: &InterruptTable) -> SnapshotJson<'_> {
+    let descs = parse_descs(t);
     SnapshotJson {
         cpus: t.cpus.iter().map(|c| c.0).collect(),
         interrupts: t
             .rows()
             .iter()
-            .map(|r| RowJson {
+            .zip(&descs)
+            .map(|(r, d)| RowJson {
                 irq: r.label.to_string(),
+                name: row_name(r, d.as_ref()),
                 per_cpu: if t.is_per_cpu(r) { t.counts(r) } else { &[] },
                 total: t.total(r),
             })
@@ -73,6 +81,14 @@ pub fn run(_args: &SnapshotArgs, settings: &Settings) -> Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A row's NAME: its actions for a numbered IRQ, the description for a named row.
+fn row_name(row: &InterruptRow, desc: Option<&IrqDesc>) -> String {
+    match desc {
+        Some(d) => d.actions.join(", "),
+        None => row.desc().to_string(),
+    }
 }
 
 /// The readable table: IRQ, total, per-CPU counts (or the busiest CPU on big machines), name.
@@ -110,12 +126,7 @@ pub fn table(t: &InterruptTable) -> String {
         } else {
             cells.push(String::new());
         }
-        let name = match desc {
-            Some(d) if !d.actions.is_empty() => d.actions.join(", "),
-            Some(_) => String::new(),
-            None => row.desc().to_string(),
-        };
-        cells.push(name);
+        cells.push(row_name(row, desc.as_ref()));
         table.row(cells);
     }
     table.render()

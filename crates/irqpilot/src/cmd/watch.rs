@@ -17,7 +17,7 @@
 use crate::Settings;
 use crate::cli::{Format, WatchArgs};
 use crate::render::human::push_si;
-use anyhow::{Result, bail};
+use anyhow::Result;
 use irqpilot_core::{CpuId, CpuSet, InterruptTable, IrqNum, Machine, Platform, Rates, Snapshot};
 use irqpilot_linux::LinuxPlatform;
 use irqpilot_linux::format::irq_desc::{TailLayout, infer_layout, parse_tail};
@@ -30,7 +30,7 @@ use std::process::ExitCode;
 pub fn run(args: &WatchArgs, settings: &Settings) -> Result<ExitCode> {
     let interval_ns = u64::try_from(args.interval.as_nanos()).unwrap_or(u64::MAX);
     if interval_ns == 0 {
-        bail!("--interval must be longer than 0");
+        return crate::usage("--interval must be longer than 0");
     }
     let mut platform = LinuxPlatform::with_root(&settings.root);
     let machine = platform.machine()?;

@@ -3,6 +3,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -116,4 +117,43 @@ pub fn is_root() -> bool {
                 .map(|l| l.split_whitespace().nth(1) == Some("0"))
         })
         .unwrap_or(false)
+}
+
+/// Every file under `<root>/proc/irq`, byte for byte.
+pub fn irq_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(&root.join("proc/irq"), &mut out);
+    out
+}
+
+/// Polls `cond` every 20 ms for up to 60 s: wait for effects, not for a fixed time (a loaded
+/// CI machine may be slow to start a process).
+pub fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    cond()
+}
+
+/// The `result` of the outcome acting on `irq` in an `apply`-shaped JSON document.
+pub fn result_of(v: &serde_json::Value, irq: u64) -> Option<String> {
+    v["outcomes"]
+        .as_array()?
+        .iter()
+        .find(|o| o["action"]["irq"] == irq)
+        .and_then(|o| o["result"].as_str().map(str::to_string))
 }

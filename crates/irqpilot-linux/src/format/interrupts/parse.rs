@@ -49,6 +49,40 @@ struct Parser<'a> {
     line: usize,
 }
 
+/// What earlier rows a new row must not repeat: the kernel prints numbered rows in ascending
+/// order and each named row once, so a repeat is found with one comparison per numbered row
+/// (earlier rows are searched only when one comes out of order) and a search over the named
+/// rows only.
+#[derive(Default)]
+struct Seen {
+    last_irq: Option<u32>,
+    first_named: Option<usize>,
+}
+
+impl Seen {
+    /// The line's message when `label` repeats an earlier row of `table`.
+    fn repeat(&mut self, table: &InterruptTable, irq: Option<u32>, label: &str) -> Option<String> {
+        let rows = table.rows();
+        match irq {
+            Some(n) => {
+                let in_order = self.last_irq.is_none_or(|last| n > last);
+                self.last_irq = Some(self.last_irq.map_or(n, |l| l.max(n)));
+                let dup = !in_order && rows.iter().any(|r| r.label == RowLabel::Irq(IrqNum(n)));
+                dup.then(|| format!("IRQ {n} is listed twice"))
+            }
+            None => {
+                let from = *self.first_named.get_or_insert(rows.len());
+                let dup = rows
+                    .get(from..)
+                    .unwrap_or(&[])
+                    .iter()
+                    .any(|r| matches!(&r.label, RowLabel::Named(s) if s.as_str() == label));
+                dup.then(|| format!("row `{}` is listed twice", show(label)))
+            }
+        }
+    }
+}
+
 #[inline(always)]
 fn is_space(b: u8) -> bool {
     b == b' ' || b == b'\t'
@@ -121,9 +155,10 @@ impl Parser<'_> {
             break;
         }
         let ncpu = table.cpus.len();
+        let mut seen = Seen::default();
         while self.pos < b.len() {
             self.line += 1;
-            let (end, content) = self.row(self.pos, ncpu, table)?;
+            let (end, content) = self.row(self.pos, ncpu, table, &mut seen)?;
             if content {
                 last_end = end;
             }
@@ -154,6 +189,7 @@ impl Parser<'_> {
         start: usize,
         ncpu: usize,
         table: &mut InterruptTable,
+        seen: &mut Seen,
     ) -> Result<(usize, bool), ParseError> {
         let text = self.text;
         let b = text.as_bytes();
@@ -196,6 +232,9 @@ impl Parser<'_> {
             } else {
                 None
             };
+        if let Some(message) = seen.repeat(table, irq, label) {
+            return Err(self.err(message));
+        }
         i += 1;
 
         // Counts. `tail_start` is where the text after the last count begins.
@@ -238,9 +277,16 @@ impl Parser<'_> {
                 if irq.is_none() {
                     break; // named rows: the description starts here
                 }
+                let token = token_at(text, j);
                 return Err(if at_eol {
                     self.err(format!(
                         "truncated row `{label}`: it ends after {k} of {ncpu} counts"
+                    ))
+                } else if looks_numeric(token) {
+                    // `-5`, `+5`, full-width `１２`: a count, but not one the kernel prints.
+                    self.err(format!(
+                        "invalid count `{}` in row `{label}`: counts are unsigned decimal numbers",
+                        show(token)
                     ))
                 } else {
                     self.err(format!(
@@ -499,12 +545,23 @@ pub(crate) fn cpu_columns(line: &str, cpus: &mut Vec<CpuId>) -> Result<(), Strin
                 show(token)
             )
         })?;
+        // The kernel prints each online CPU once, in order: only an out-of-order column can
+        // repeat one, and only then is the header searched.
+        if cpus.last().is_some_and(|last| last.0 >= cpu) && cpus.contains(&CpuId(cpu)) {
+            return Err(format!("CPU{cpu} appears twice in the header"));
+        }
         cpus.push(CpuId(cpu));
     }
     if cpus.is_empty() {
         return Err("no CPU header: the first line names no CPU".to_string());
     }
     Ok(())
+}
+
+/// Whether `token` was meant as a number: a sign before a digit, or any digit of any script.
+fn looks_numeric(token: &str) -> bool {
+    let rest = token.strip_prefix(['-', '+']).unwrap_or(token);
+    rest.chars().next().is_some_and(char::is_numeric)
 }
 
 /// A decimal `u32` of ASCII digits only (no sign, no spaces).

@@ -123,7 +123,19 @@ fn gen_table() -> impl Strategy<Value = (InterruptTable, Vec<Option<GenDesc>>)> 
             .collect::<Vec<_>>()
     });
     let irqs = prop::collection::vec((1u32..300, gen_desc()), 0..24);
-    let named = prop::collection::vec(gen_named(), 0..8);
+    // The kernel prints each named row once: repeated labels are dropped.
+    let named = prop::collection::vec(gen_named(), 0..8).prop_map(|v| {
+        let mut seen = std::collections::BTreeSet::new();
+        v.into_iter()
+            .filter(|g| {
+                let (GenNamed::PerCpu(l, _)
+                | GenNamed::Single(l)
+                | GenNamed::NoCounts(l, _)
+                | GenNamed::Wider(l, _, _)) = g;
+                seen.insert(l.clone())
+            })
+            .collect::<Vec<_>>()
+    });
     let before = any::<bool>();
     (cpus, irqs, named, before)
         .prop_flat_map(|(cpus, irqs, named, before)| {

@@ -461,3 +461,50 @@ fn space_skipper_handles_tabs_and_the_end() {
     assert_eq!(skip("          \n", 0), 10);
     assert_eq!(skip("ab   c", 2), 5);
 }
+
+#[test]
+fn repeated_rows_and_columns_are_errors_at_their_line() {
+    let head = "           CPU0       CPU1\n";
+    let e = err(&format!(
+        "{head} 24:          1          2   PCI-MSI 1-edge      a\n 25:          1          2   PCI-MSI 2-edge      b\n 24:          3          4   PCI-MSI 1-edge      a\n"
+    ));
+    assert_eq!((e.line, e.message.as_str()), (4, "IRQ 24 is listed twice"));
+    let e = err(&format!(
+        "{head}NMI:          0          0   Non-maskable interrupts\nLOC:          1          1   Local timer interrupts\nNMI:          0          0   Non-maskable interrupts\n"
+    ));
+    assert_eq!(
+        (e.line, e.message.as_str()),
+        (4, "row `NMI` is listed twice")
+    );
+    let e = err("           CPU0       CPU1       CPU0\n");
+    assert_eq!(
+        (e.line, e.message.as_str()),
+        (1, "CPU0 appears twice in the header")
+    );
+    // Out of order but distinct: accepted (captures are sometimes edited by hand).
+    let t = parse_interrupts(&format!(
+        "{head} 30:          1          2   PCI-MSI 1-edge      a\n 24:          1          2   PCI-MSI 2-edge      b\n"
+    ))
+    .unwrap();
+    assert_eq!(t.rows().len(), 2);
+}
+
+#[test]
+fn counts_the_kernel_never_prints_are_named_as_counts() {
+    let head = "           CPU0       CPU1\n";
+    for bad in ["-5", "+5", "１２"] {
+        let e = err(&format!(
+            "{head} 24:          1 {bad:>10}   PCI-MSI 1-edge      a\n"
+        ));
+        assert_eq!(e.line, 2, "{bad}");
+        assert!(
+            e.message.starts_with(&format!("invalid count `{bad}`")),
+            "{bad}: {}",
+            e.message
+        );
+    }
+    let e = err(&format!(
+        "{head} 24:          1 18446744073709551616   PCI-MSI 1-edge      a\n"
+    ));
+    assert!(e.message.contains("out of range"), "{}", e.message);
+}
