@@ -228,9 +228,17 @@ fn kept_irqs_note(
         .map(|i| i.0.to_string())
         .collect();
     if !stuck.is_empty() {
+        let (what, verb) = match stuck.len() {
+            1 => ("IRQ", "finds no free vector there and stays"),
+            _ => ("IRQs", "find no free vector there and stay"),
+        };
+        let advice = if refused.is_empty() {
+            "isolate fewer CPUs"
+        } else {
+            "isolate fewer CPUs, or cut the channels by hand: ethtool -L"
+        };
         text.push_str(&format!(
-            "; IRQs {} find no free vector there and stay on the isolated CPUs (isolate fewer \
-             CPUs, or cut the channels by hand: ethtool -L)",
+            "; {what} {} {verb} on the isolated CPUs ({advice})",
             stuck.join(", ")
         ));
     }
