@@ -254,6 +254,7 @@ NVEC=$((NVEC - 1))
     echo "HK=$HK"
     echo "NVEC=$NVEC"
     echo "IRQBALANCE_S=$IRQBALANCE_S"
+    echo "REF_S=$((REF_LOW_S + REF_LOAD_S))"
     echo "DEVIRQS='$(echo $DEVIRQS)'"
     echo "KERNEL='$(uname -r)'"
 } >$R/env
@@ -363,6 +364,8 @@ irqpilot --config /etc/vmcheck/daemon.toml daemon >$R/r-daemon.out 2>$R/r-daemon
 rpid=$!
 daemon_periods c4r $REF_LOW_S $REF_LOAD_S
 echo "$t_start $(up)" >$R/r-ran
+# Its placement's per-CPU load, for the side by side with irqbalance (check 5).
+window daemon 3
 kill -TERM $rpid
 wait $rpid
 echo $? >$R/r-daemon.rc

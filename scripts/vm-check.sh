@@ -590,8 +590,10 @@ evaluate() {
             "$(eff c2-before "$n")" "$(eff c2-apply "$n")" "$(eff c5-irqbalance "$n")"
     done <"$R/devirqs"
     echo "   irqpilot: one 'apply' after a 1 s sample; irqbalance: its daemon after ${G[IRQBALANCE_S]:-22} s (10 s interval)"
-    printf '   %-11s %s\n' "" "device interrupts/s on CPU 0..$((G[NCPU] - 1)) | imbalance (max/mean)"
-    printf '   %-11s %s\n' pile-up "$(device_load pileup 3)" irqpilot "$(device_load irqpilot 3)" irqbalance "$(device_load irqbalance 3)"
+    printf '   %-16s %s\n' "" "device interrupts/s on CPU 0..$((G[NCPU] - 1)) | imbalance (max/mean)"
+    printf '   %-16s %s\n' pile-up "$(device_load pileup 3)" "irqpilot apply" "$(device_load irqpilot 3)" \
+        "irqpilot daemon" "$( [[ -f $R/window.daemon.b ]] && device_load daemon 3)" irqbalance "$(device_load irqbalance 3)"
+    echo "   (irqpilot daemon: check 4r's placement after ${G[REF_S]:-16} s, its moderation on: the e1000 at rx-usecs 200)"
 }
 
 print_table() {
