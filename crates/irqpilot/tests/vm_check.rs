@@ -8,13 +8,8 @@ use std::process::Command;
 
 #[test]
 fn irqpilot_against_real_kernels_in_a_vm() {
-    if std::env::var("IRQPILOT_VM_TEST").as_deref() == Ok("0") {
-        eprintln!(
-            "SKIPPED: IRQPILOT_VM_TEST=0: irqpilot was not checked against a real kernel \
-             (scripts/vm-check.sh; needs root, about 4-6 minutes with TCG)"
-        );
-        return;
-    }
+    // The script itself skips under IRQPILOT_VM_TEST=0, printing so where the test harness
+    // does not capture it (the child's own stdout).
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/vm-check.sh");
     // The binary this test run built: the script then builds nothing (and never waits on the
     // cargo lock this run holds).
