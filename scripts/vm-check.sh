@@ -47,7 +47,7 @@
 # Environment: IRQPILOT_VM_TEST=0 skips (says so, exit 0). IRQPILOT_BIN: the binary to test
 # (default: cargo build --release). VM_CHECK_ACCEL=kvm|tcg (default: KVM when /dev/kvm boots a
 # guest, else TCG). VM_CHECK_CPUS (4). VM_CHECK_TIMEOUT (seconds for the guest, default 720: a
-# safety net for a hung guest; the lab takes 3-5 minutes with TCG on a 2-core host).
+# safety net for a hung guest; the lab takes 5-6 minutes with TCG on a 2-core host).
 # VM_CHECK_DEBS=DIR keeps the downloaded packages there between runs. VM_CHECK_UNIT=FILE runs
 # the daemon under another unit file than dist/irqpilot.service (to try one out).
 set -euo pipefail
