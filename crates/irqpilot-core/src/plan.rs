@@ -244,6 +244,35 @@ pub enum ApplyError {
     },
 }
 
+impl ApplyError {
+    /// Every kind's stable name ([`ApplyError::kind_name`]), in declaration order.
+    pub const KIND_NAMES: &'static [&'static str] = &[
+        "vanished",
+        "permission-denied",
+        "managed",
+        "no-vector-space",
+        "invalid",
+        "unsupported",
+        "not-taken",
+        "other",
+    ];
+
+    /// A stable name for the kind of refusal, for counts in reports and metric labels.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            ApplyError::Vanished => "vanished",
+            ApplyError::PermissionDenied => "permission-denied",
+            ApplyError::Managed => "managed",
+            ApplyError::NoVectorSpace => "no-vector-space",
+            ApplyError::Invalid => "invalid",
+            ApplyError::Unsupported => "unsupported",
+            ApplyError::NotTaken { .. } => "not-taken",
+            ApplyError::LeftAlone { .. } => "left-alone",
+            ApplyError::Other { .. } => "other",
+        }
+    }
+}
+
 /// What happened to one action.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Outcome {
@@ -280,6 +309,26 @@ impl ApplyReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_refusal_kind_is_named_once() {
+        let all = [
+            ApplyError::Vanished,
+            ApplyError::PermissionDenied,
+            ApplyError::Managed,
+            ApplyError::NoVectorSpace,
+            ApplyError::Invalid,
+            ApplyError::Unsupported,
+            ApplyError::NotTaken {
+                readback: String::new(),
+            },
+            ApplyError::Other {
+                message: String::new(),
+            },
+        ];
+        let names: Vec<&str> = all.iter().map(ApplyError::kind_name).collect();
+        assert_eq!(names, ApplyError::KIND_NAMES);
+    }
 
     #[test]
     fn a_coalescing_action_reads_like_ethtool() {

@@ -1,4 +1,7 @@
 //! Command-line arguments (clap derive). Global flags apply to every subcommand.
+//!
+//! `build.rs` compiles this file too, to write the man pages and shell completions the .deb
+//! installs: it may use only `std`, `clap`, `clap_complete`, `humantime` and `irqpilot_core`.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -75,6 +78,48 @@ pub enum Command {
     Sim(SimArgs),
     /// Benchmarks that measure this machine.
     Bench(BenchArgs),
+    /// Serve Prometheus / OpenMetrics metrics of this machine's interrupts over HTTP (read-only;
+    /// no root needed).
+    Exporter(ExporterArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+}
+
+/// `irqpilot completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// The metrics endpoint's options shared by `exporter` and `daemon --metrics`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct MetricsOptions {
+    /// Allow a metrics address that is not loopback (the endpoint has no authentication: put
+    /// it on a management network or behind a firewall).
+    #[arg(long)]
+    pub metrics_allow_remote: bool,
+    /// Also export one series per IRQ per CPU that took it (`irqpilot_irq_cpu_interrupts_total`;
+    /// tens of thousands of series on a large server, docs/metrics.md).
+    #[arg(long)]
+    pub per_cpu_irqs: bool,
+}
+
+/// `irqpilot exporter`.
+#[derive(Debug, Args)]
+pub struct ExporterArgs {
+    /// Address to serve `/metrics` on (default: `[metrics] listen` in the configuration, else
+    /// 127.0.0.1:9877).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+    /// Re-read the inventory (IRQ names, devices, affinities, coalescing) this often; IRQs that
+    /// come or go trigger a re-read at once.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub inventory_interval: Duration,
+    /// Endpoint options.
+    #[command(flatten)]
+    pub options: MetricsOptions,
 }
 
 /// `irqpilot moderate`.
@@ -274,6 +319,13 @@ pub struct DaemonArgs {
     /// Journal location.
     #[command(flatten)]
     pub journal: JournalArg,
+    /// Serve Prometheus metrics on this address (as `irqpilot exporter`, plus what the daemon
+    /// did); default: `[metrics] listen` in the configuration, else none.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<String>,
+    /// Metrics endpoint options.
+    #[command(flatten)]
+    pub metrics_options: MetricsOptions,
 }
 
 /// Parses a cpulist argument (`4-23`, `0,2-3`).

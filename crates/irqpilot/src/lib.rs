@@ -11,7 +11,10 @@
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod logging;
+pub mod metrics;
 pub mod render;
+pub mod service;
 
 use anyhow::Result;
 use cli::{Cli, Command, Format};
@@ -58,6 +61,8 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Moderate(a) => cmd::moderate::run(a, &settings),
         Command::Sim(a) => cmd::sim::run(a, &settings),
         Command::Bench(a) => cmd::bench::run(a, &settings),
+        Command::Exporter(a) => cmd::exporter::run(a, &settings, cli.global.config.as_deref()),
+        Command::Completions(a) => cmd::completions::run(a),
     }
 }
 

@@ -3,7 +3,9 @@
 pub mod apply;
 pub mod bench;
 pub mod capture;
+pub mod completions;
 pub mod daemon;
+pub mod exporter;
 pub mod fixture;
 pub mod isolate;
 pub mod moderate;

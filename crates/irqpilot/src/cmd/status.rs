@@ -10,8 +10,9 @@ mod summarize;
 
 pub use report::*;
 pub(crate) use summarize::gap_entry;
-use summarize::{cache_summary, device_name, queue_groups, topology_summary};
+use summarize::{cache_summary, queue_groups, topology_summary};
 pub use summarize::{device_kind, ranges};
+pub(crate) use summarize::{device_name, queue_label};
 
 use crate::Settings;
 use crate::cli::{Format, StatusArgs};

@@ -106,7 +106,7 @@ pub fn device_kind(class: Option<u32>) -> &'static str {
 
 /// A device's name: its interface or controller, else the owner its queue names share
 /// (`virtio1`), else its driver, else its address.
-pub(super) fn device_name(dev: &PciDevice, irqs: &[&Irq]) -> String {
+pub(crate) fn device_name(dev: &PciDevice, irqs: &[&Irq]) -> String {
     if let Some(n) = dev.net.first().or(dev.nvme.first()) {
         return n.clone();
     }
@@ -132,6 +132,18 @@ fn kind_name(q: Option<&Queue>) -> &'static str {
         Some(QueueKind::Admin) => "admin",
         Some(QueueKind::Misc) => "misc",
         None => "irq",
+    }
+}
+
+/// A queue as one label: kind and index (`rx0`, `txrx3`, `io7`), the kind alone without an
+/// index (`misc`), empty for an IRQ that is no queue.
+pub(crate) fn queue_label(q: Option<&Queue>) -> String {
+    match q {
+        None => String::new(),
+        Some(q) => match q.index {
+            Some(i) => format!("{}{i}", kind_name(Some(q))),
+            None => kind_name(Some(q)).to_string(),
+        },
     }
 }
 
