@@ -351,6 +351,7 @@ systemctl show irqpilot.service -p ExecMainStatus -p ExecMainCode -p Result -p A
 snap c4-after knobs
 load_stop
 journalctl -u irqpilot.service --no-pager -o short-monotonic >$R/d-journal 2>&1
+journalctl -u irqpilot.service --no-pager -o json >$R/d-journal.json 2>&1
 rm -f /etc/irqpilot/irqpilot.toml
 
 # ---- 4r. the same daemon as plain root, without the unit's sandbox --------------------------------

@@ -275,14 +275,30 @@ fired_on_isolated() { # RUN WINDOW
     done
     return 0
 }
+# The daemon's log as "target: message field=value ...", one event a line: its stderr as it is,
+# or its journal entries (journald keeps the event's fields apart from the message).
+daemon_log() { # daemon_log unit|root
+    if [[ $1 == unit ]]; then
+        jq -r 'select(._PID != "1") | "\(.TARGET // "-"): \(.MESSAGE) " + ([to_entries[]
+                 | select(.key | test("^[A-Z][A-Z0-9_]*$"))
+                 | select(.key | test("^(MESSAGE|PRIORITY|TARGET|SYSLOG_.*|CODE_.*|INVOCATION_ID|MESSAGE_ID|ERRNO)$") | not)
+                 | "\(.key | ascii_downcase)=\(.value)"] | join(" "))' "$R/d-journal.json" 2>/dev/null
+    else
+        sed -E 's/\x1b\[[0-9;]*m//g; s/^[0-9T:.Z-]+ +[A-Z]+ +//' "$R/r-daemon.err" 2>/dev/null
+    fi
+}
+# Affinity and knob writes the daemon made and refused: "N written, M refused".
+log_counts() {
+    awk '/(^|[ :])applied action=/ {w++} /(^|[ :])refused action=/ {r++} END {printf "%d written, %d refused", w, r}'
+}
 # The daemon's refusals, most frequent first: "N x error".
 journal_refusals() {
-    sed -E 's/\x1b\[[0-9;]*m//g' | grep -E 'WARN|ERROR' |
-        sed -E 's/^.*(error|note)=//' | sed -E 's#/proc/irq/[0-9]+/#/proc/irq/N/#' |
+    grep -E '(^|[ :])refused|unavailable|error=' | grep -E 'error=' |
+        sed -E 's/^.*error=//' | sed -E 's#/proc/irq/[0-9]+/#/proc/irq/N/#' |
         sort | uniq -c | sort -rn | head -n "${1:-3}" | sed -E 's/^ *([0-9]+) /\1 x /'
 }
 # Placement, the low-load period and moderation under load of one daemon run: daemon_rows
-# ROW-PREFIX SNAPSHOT-PREFIX REFUSALS (the daemon's log, summarised) LOG.
+# ROW-PREFIX SNAPSHOT-PREFIX REFUSALS (the daemon's log, summarised) LOG (daemon_log's text).
 daemon_rows() {
     local id=$1 s=$2 log=$3 n p placed=() bad=() lowd mod label=""
     local tag=$id
@@ -297,7 +313,7 @@ daemon_rows() {
     done
     p=PASS
     [[ ${#placed[@]} -gt 0 ]] || p=FAIL
-    row "${tag}b. ${label}daemon placement under load" $p "${#placed[@]} device IRQs moved from the pile-up; $(sed -n 's/.*period [0-9]*: [0-9]* changes, \([0-9]*\) written, \([0-9]*\) refused.*/\1 \2/p' "$4" | awk '{w += $1; r += $2; n++} END {printf "%d periods, %d written, %d refused", n, w, r}')$( [[ ${#bad[@]} -gt 0 ]] && echo "; moving at the snapshot: $(show 3 "${bad[@]}")")$( [[ ${#placed[@]} -eq 0 ]] && echo "; the daemon's log: $(show 3 "$log")")"
+    row "${tag}b. ${label}daemon placement under load" $p "${#placed[@]} device IRQs moved from the pile-up; its log: $(log_counts <<<"$4")$( [[ ${#bad[@]} -gt 0 ]] && echo "; moving at the snapshot: $(show 3 "${bad[@]}")")$( [[ ${#placed[@]} -eq 0 ]] && echo "; the daemon's log: $(show 3 "$log")")"
     lowd=$(coalesce_diffs "$s-low-a" "$s-low-b")
     p=PASS
     [[ -z $lowd ]] || p=FAIL
@@ -549,7 +565,9 @@ evaluate() {
     *) [[ $have == "$granted" ]] || p=FAIL ;;
     esac
     row "4a. daemon runs ${ran:-?} s under dist/irqpilot.service" $p "start exit $(rc_of d-start); $state; capabilities: ${have:-none} (the unit: ${granted:-none})"
-    daemon_rows 4 c4 "$(journal_refusals <"$R/d-journal")" "$R/d-journal"
+    local dlog
+    dlog=$(daemon_log unit)
+    daemon_rows 4 c4 "$(journal_refusals <<<"$dlog")" "$dlog"
     exitst=$(tr '\n' ' ' <"$R/d-show-stop" 2>/dev/null)
     out=$( (affinity_diffs c4-before c4-after; knob_diffs c4-before c4-after) | sed '/^$/d')
     p=PASS
@@ -557,7 +575,8 @@ evaluate() {
     lost_writes=$((lost_writes + $(nlines "$out")))
     row "4e. SIGTERM (systemctl stop): every original back" $p "$exitst; $(grep -h 'restored' "$R/d-journal" | sed 's/^.*\]: //' | tail -n1); $(nlines "$out") differences; $(show 4 "$out")"
     # The same daemon as plain root: what it does on real drivers, apart from the unit.
-    daemon_rows 4r c4r "$(journal_refusals <"$R/r-daemon.err")" "$R/r-daemon.out"
+    dlog=$(daemon_log root)
+    daemon_rows 4r c4r "$(journal_refusals <<<"$dlog")" "$dlog"
     out=$( (affinity_diffs c4r-before c4r-after; knob_diffs c4r-before c4r-after) | sed '/^$/d')
     p=PASS
     [[ -z $out && $(rc_of r-daemon) == 0 ]] || p=FAIL

@@ -490,9 +490,17 @@ fn systemd_unit_keeps_proc_irq_writable() {
     )
     .unwrap();
     assert!(unit.contains("ExecStart=/usr/bin/irqpilot daemon\n"));
-    assert!(
-        unit.contains("ProtectKernelTunables=yes") && unit.contains("ReadWritePaths=/proc/irq")
-    );
+    // ProtectKernelTunables=yes would make /proc/irq read-only whatever ReadWritePaths= says
+    // (systemd 252: EROFS on every write in the VM lab); the unit lists the tunables instead.
+    assert!(unit.lines().any(|l| l == "ReadWritePaths=/proc/irq"));
+    assert!(!unit.lines().any(|l| l.starts_with("ProtectKernelTunables=yes")));
+    let ro = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ReadOnlyPaths="))
+        .unwrap_or("");
+    assert!(ro.split_whitespace().any(|p| p == "/proc/sys"), "{ro}");
+    assert!(ro.split_whitespace().any(|p| p == "/sys"), "{ro}");
+    assert!(!ro.contains("/proc/irq"), "{ro}");
     assert!(unit.contains("ExecReload=/bin/kill -HUP $MAINPID"));
     assert!(!unit.lines().any(|l| l.starts_with("ProtectProc=")));
     let help = Command::new(BIN)
