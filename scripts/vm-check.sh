@@ -685,7 +685,13 @@ cleanup() {
         kill "$qemu_pid" 2>/dev/null || true
         wait "$qemu_pid" 2>/dev/null || true
     fi
-    if [[ $keep -eq 1 ]]; then echo "vm-check: kept $work"; else rm -rf "$work"; fi
+    if [[ $keep -eq 1 ]]; then
+        # The unpacked kernel and packages are most of it (450 MB); results/ and the consoles stay.
+        rm -rf "$work/kernel" "$work/stage"
+        echo "vm-check: kept $work (results in $work/out/results)"
+    else
+        rm -rf "$work"
+    fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
