@@ -292,6 +292,24 @@ pub struct ApplyReport {
 }
 
 impl ApplyReport {
+    /// Every action of `plan` refused with `message` (a platform that cannot change anything:
+    /// a recording, a synthetic machine).
+    pub fn refuse_all(plan: &Plan, message: &str) -> ApplyReport {
+        ApplyReport {
+            outcomes: plan
+                .actions
+                .iter()
+                .map(|a| Outcome {
+                    action: a.clone(),
+                    old: None,
+                    result: Err(ApplyError::Other {
+                        message: message.to_string(),
+                    }),
+                })
+                .collect(),
+        }
+    }
+
     /// Number of refused actions.
     pub fn failures(&self) -> usize {
         self.outcomes.iter().filter(|o| o.result.is_err()).count()

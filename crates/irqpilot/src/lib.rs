@@ -11,10 +11,14 @@
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod live;
 pub mod logging;
 pub mod metrics;
+pub mod progress;
 pub mod render;
+pub mod report;
 pub mod service;
+pub mod top;
 
 use anyhow::Result;
 use cli::{Cli, Command, Format};
@@ -51,6 +55,8 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Status(a) => cmd::status::run(a, &settings),
         Command::Snapshot(a) => cmd::snapshot::run(a, &settings),
         Command::Watch(a) => cmd::watch::run(a, &settings),
+        Command::Top(a) => cmd::top::run(a, &settings),
+        Command::Report(a) => cmd::report::run(a, &settings),
         Command::Capture(a) => cmd::capture::run(a, &settings),
         Command::Fixture(c) => cmd::fixture::run(c, &settings),
         Command::Plan(a) => cmd::plan::run(a, &settings),

@@ -11,12 +11,14 @@
 
 use crate::Settings;
 use crate::cli::{Format, SimArgs};
+use crate::progress::Progress;
 use crate::render::human;
 use crate::render::table::{Align, Table};
+use crate::report::twin;
 use anyhow::{Context, Result, bail};
 use irqpilot_sim::report::Report;
 use irqpilot_sim::{Scenario, scenarios, tables};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -27,14 +29,17 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         return list(settings, &mut out);
     }
     if let Some(name) = &args.table {
-        let progress = settings.format == Format::Table && std::io::stderr().is_terminal();
+        // The tables run a known set of scenarios whose count only they know: a spinner with
+        // the runs done so far.
+        let progress = Progress::spinner(&format!("sim --table {name}"));
+        let mut done = 0;
         let text = tables::table(name, |row| {
-            if progress {
-                eprintln!("  done: {row}");
-            }
+            done += 1;
+            progress.message(format!("sim --table {name}: {done} done, last {row}"));
         })
-        .map_err(anyhow::Error::msg)?;
-        out.write_all(text.as_bytes())?;
+        .map_err(anyhow::Error::msg);
+        progress.finish();
+        out.write_all(text?.as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
     let Some(name) = &args.scenario else {
@@ -56,13 +61,34 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         }
     }
     if let Some(cmp) = &args.compare {
-        return compare(&base, &sets, cmp, settings, &mut out);
+        return compare(
+            &base,
+            &sets,
+            cmp,
+            settings,
+            args.report.as_deref(),
+            &mut out,
+        );
     }
     let sc = base.with_sets(&sets)?;
     let started = Instant::now();
     let report = match &args.export_root {
         Some(root) => run_exported(sc, root, args)?,
-        None => run_with_progress(sc, settings.format)?,
+        None if args.report.is_some() || args.record.is_some() => {
+            let s = twin::run(
+                sc,
+                &base.name,
+                &settings.config.findings,
+                args.report.is_some(),
+                args.record.as_deref(),
+            )?;
+            let report = s.report.clone();
+            if let Some(path) = &args.report {
+                write_page(path, &twin::page(&base.name, "", &[(String::new(), s)])?)?;
+            }
+            report
+        }
+        None => run_with_progress(sc)?,
     };
     let wall = started.elapsed();
     if args.bench {
@@ -102,29 +128,13 @@ fn parse_sets(raw: &[String]) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
-/// Runs a scenario, with a progress bar on a terminal for runs longer than a second (never in
-/// JSON mode, never when stderr is not a terminal).
-fn run_with_progress(sc: Scenario, format: Format) -> Result<Report> {
-    let show = format == Format::Table && std::io::stderr().is_terminal();
-    let bar = indicatif::ProgressBar::hidden();
-    let started = Instant::now();
-    let name = sc.name.clone();
-    let report = irqpilot_sim::run_scenario(sc, |f| {
-        if show && bar.is_hidden() && started.elapsed() > Duration::from_secs(1) {
-            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            bar.set_length(1000);
-            bar.set_message(name.clone());
-            if let Ok(style) =
-                indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {percent}% {elapsed}")
-            {
-                bar.set_style(style.progress_chars("=> "));
-            }
-        }
-        bar.set_position((f * 1000.0) as u64);
-    })
-    .map_err(anyhow::Error::msg)?;
-    bar.finish_and_clear();
-    Ok(report)
+/// Runs a scenario, with a progress bar when stderr is a terminal.
+fn run_with_progress(sc: Scenario) -> Result<Report> {
+    let progress = Progress::timed(1000, &sc.name);
+    let report = irqpilot_sim::run_scenario(sc, |f| progress.set((f * 1000.0) as u64))
+        .map_err(anyhow::Error::msg);
+    progress.finish();
+    report
 }
 
 /// Runs a scenario with its machine exported as a live tree under `root`; every write an outside
@@ -273,11 +283,17 @@ fn render_report(r: &Report) -> String {
     s
 }
 
+/// Writes a report page.
+fn write_page(path: &std::path::Path, html: &str) -> Result<()> {
+    std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))
+}
+
 fn compare(
     base: &Scenario,
     sets: &[(String, String)],
     cmp: &str,
     settings: &Settings,
+    page: Option<&std::path::Path>,
     out: &mut impl Write,
 ) -> Result<ExitCode> {
     let Some((key, values)) = cmp.split_once('=') else {
@@ -292,11 +308,27 @@ fn compare(
         return crate::usage(format!("--compare {cmp:?}: no values"));
     }
     let mut reports = Vec::new();
+    let mut sampled = Vec::new();
     for v in &values {
         let mut s = sets.to_vec();
         s.push((key.to_string(), v.to_string()));
         let sc = base.with_sets(&s)?;
-        reports.push(run_with_progress(sc, settings.format)?);
+        if page.is_some() {
+            let run = twin::run(
+                sc,
+                &format!("{key}={v}"),
+                &settings.config.findings,
+                true,
+                None,
+            )?;
+            reports.push(run.report.clone());
+            sampled.push((v.to_string(), run));
+        } else {
+            reports.push(run_with_progress(sc)?);
+        }
+    }
+    if let Some(path) = page {
+        write_page(path, &twin::page(&base.name, key, &sampled)?)?;
     }
     match settings.format {
         Format::Json => {

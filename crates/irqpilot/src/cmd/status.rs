@@ -8,11 +8,11 @@
 mod report;
 mod summarize;
 
+pub(crate) use crate::live::devices::{device_name, queue_label};
 pub use report::*;
 pub(crate) use summarize::gap_entry;
 use summarize::{cache_summary, queue_groups, topology_summary};
 pub use summarize::{device_kind, ranges};
-pub(crate) use summarize::{device_name, queue_label};
 
 use crate::Settings;
 use crate::cli::{Format, StatusArgs};

@@ -119,6 +119,23 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// A program on PATH, or `None` after saying the test is skipped. Under `CI=true` a missing
+/// program fails the test (`.ci/run` installs tmux and chromium).
+pub fn tool(name: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{name} is not installed (CI=true; .ci/run installs it)");
+        }
+        eprintln!("SKIPPED: {name} is not installed");
+    }
+    found
+}
+
 /// Every file under `dir`, byte for byte, by path.
 pub fn tree_files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
     let mut out = std::collections::BTreeMap::new();
