@@ -282,14 +282,16 @@ daemon_log() { # daemon_log unit|root
         jq -r 'select(._PID != "1") | "\(.TARGET // "-"): \(.MESSAGE) " + ([to_entries[]
                  | select(.key | test("^[A-Z][A-Z0-9_]*$"))
                  | select(.key | test("^(MESSAGE|PRIORITY|TARGET|SYSLOG_.*|CODE_.*|INVOCATION_ID|MESSAGE_ID|ERRNO)$") | not)
-                 | "\(.key | ascii_downcase)=\(.value)"] | join(" "))' "$R/d-journal.json" 2>/dev/null
+                 | "\(.key | sub("^F_"; "") | ascii_downcase)=\(.value)"] | join(" "))' "$R/d-journal.json" 2>/dev/null
     else
         sed -E 's/\x1b\[[0-9;]*m//g; s/^[0-9T:.Z-]+ +[A-Z]+ +//' "$R/r-daemon.err" 2>/dev/null
     fi
 }
-# Affinity and knob writes the daemon made and refused: "N written, M refused".
+# Affinity and knob writes the daemon made and refused: "N written, M refused". The platform's
+# events: message "applied" or "refused" after the target, then the fields in whatever order
+# the journal keeps them (tracing-journald's F_ prefix dropped by daemon_log).
 log_counts() {
-    awk '/(^|[ :])applied action=/ {w++} /(^|[ :])refused action=/ {r++} END {printf "%d written, %d refused", w, r}'
+    awk '/: applied( |$)/ {w++} /: refused( |$)/ {r++} END {printf "%d written, %d refused", w, r}'
 }
 # The daemon's refusals, most frequent first: "N x error".
 journal_refusals() {

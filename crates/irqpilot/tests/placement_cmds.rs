@@ -493,7 +493,11 @@ fn systemd_unit_keeps_proc_irq_writable() {
     // ProtectKernelTunables=yes would make /proc/irq read-only whatever ReadWritePaths= says
     // (systemd 252: EROFS on every write in the VM lab); the unit lists the tunables instead.
     assert!(unit.lines().any(|l| l == "ReadWritePaths=/proc/irq"));
-    assert!(!unit.lines().any(|l| l.starts_with("ProtectKernelTunables=yes")));
+    assert!(
+        !unit
+            .lines()
+            .any(|l| l.starts_with("ProtectKernelTunables=yes"))
+    );
     let ro = unit
         .lines()
         .find_map(|l| l.strip_prefix("ReadOnlyPaths="))
