@@ -688,8 +688,9 @@ cleanup() {
         wait "$qemu_pid" 2>/dev/null || true
     fi
     if [[ $keep -eq 1 ]]; then
-        # The unpacked kernel and packages are most of it (450 MB); results/ and the consoles stay.
-        rm -rf "$work/kernel" "$work/stage"
+        # The unpacked kernel and packages (450 MB), the downloads and the disk are most of it;
+        # results/, the consoles and the initramfs stay.
+        rm -rf "$work/kernel" "$work/stage" "$work/rootfs" "$work/debs" "$work/nvme.img"
         echo "vm-check: kept $work (results in $work/out/results)"
     else
         rm -rf "$work"
