@@ -665,6 +665,8 @@ command -v depmod >/dev/null || want+=(kmod)
 command -v ip >/dev/null || want+=(iproute2)
 command -v unshare >/dev/null || want+=(util-linux)
 command -v capsh >/dev/null || want+=(libcap2-bin)
+# For kernel modules packaged xz-compressed (the guest's busybox insmod takes them plain).
+command -v xz >/dev/null || want+=(xz-utils)
 apt-cache show linux-image-amd64 >/dev/null 2>&1 || apt_get update >/dev/null || die "apt-get update failed"
 if [[ ${#want[@]} -gt 0 ]]; then
     echo "vm-check: installing ${want[*]} (apt-get)"
