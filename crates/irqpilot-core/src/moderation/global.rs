@@ -105,7 +105,8 @@ pub struct GlobalModerationConfig {
     /// Whether to find the platform's knee by probing (the target then moves away from
     /// `target_intr_rate`, which is where it starts); off: the target stays fixed, as GSIM's.
     pub knee_search: bool,
-    /// The lowest target the knee search may settle on, interrupts/s.
+    /// The lowest target the knee search may settle on, interrupts/s (`target_intr_rate` where
+    /// that is lower).
     pub min_intr_rate: f64,
 }
 
@@ -204,11 +205,12 @@ impl GlobalModerationConfig {
         if !f(self.smoothing, 0.0, 1.0) {
             return bad("smoothing", self.smoothing.to_string(), "must be in (0, 1]");
         }
-        if !f(self.min_intr_rate, 0.0, self.target_intr_rate) {
+        // A target below it is its own floor: a low target needs no second key changed.
+        if !f(self.min_intr_rate, 0.0, 1e9) {
             return bad(
                 "min_intr_rate",
                 self.min_intr_rate.to_string(),
-                "must be a rate > 0 and <= target_intr_rate",
+                "must be a rate in (0, 1e9] (interrupts/s)",
             );
         }
         for p in &self.exclude {

@@ -308,10 +308,16 @@ fn a_driver_keeping_its_own_version_is_not_resent() {
 fn config_checks() {
     let ok = GlobalModerationConfig::default();
     assert!(ok.validate().is_ok());
+    // A target under the knee search's default floor is its own floor, not an error.
+    let low = GlobalModerationConfig {
+        target_intr_rate: 100.0,
+        ..Default::default()
+    };
+    assert!(low.validate().is_ok());
     for (bad, key) in [
         (
             GlobalModerationConfig {
-                min_intr_rate: 2e6,
+                min_intr_rate: 0.0,
                 ..Default::default()
             },
             "min_intr_rate",
