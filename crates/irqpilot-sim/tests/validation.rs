@@ -289,8 +289,9 @@ fn global_moderation_leaves_low_load_latency_alone() {
 }
 
 /// The 100 G machine with bulk load from 300 to 1500 ms, idle, and again from 1800 ms.
-/// irqpilot runs with its knee search off: this is the fast loop's settling. What the knee
-/// search adds (its probes past the knee) is measured by the held-out sweep's `settle-first`,
+/// irqpilot runs with its knee search off: this is the fast loop's settling. The knee search's
+/// climb (one step of 15% at a time past the highest rate it kept) takes longer than 800 ms
+/// here (1060 ms on seed 1); it is measured by the held-out sweep's `settle-first`,
 /// `settle-later` and `ripple` targets (docs/moderation.md, held-out results).
 fn load_steps(moderation: &str, seed: &str) -> Report {
     let base = builtin("nic-100g-32q").unwrap().unwrap();
@@ -418,9 +419,8 @@ fn global_moderation_does_not_starve_the_busiest_cpu() {
         ("duration_ms", "500"),
         ("warmup_ms", "300"),
     ];
-    // irqpilot with and without its knee search: the water-filling must not starve the CPU
-    // either way. Throughput is checked without the search, whose probes past the knee cost
-    // this scenario 5% (94.9 Gb/s; docs/moderation.md, held-out results).
+    // irqpilot with and without its knee search: the water-filling must not starve the CPU,
+    // and the search's probes must not cost the line rate either.
     for (m, knee) in [
         ("gsim", None),
         ("irqpilot", Some("true")),
@@ -435,12 +435,10 @@ fn global_moderation_does_not_starve_the_busiest_cpu() {
             f.jain >= 0.98 && f.min_over_max >= 0.8,
             "{m} {knee:?}: {f:?}"
         );
-        if knee != Some("true") {
-            assert!(
-                r.throughput_gbps.unwrap() >= 95.0,
-                "{m} {knee:?}: {:?}",
-                r.throughput_gbps
-            );
-        }
+        assert!(
+            r.throughput_gbps.unwrap() >= 95.0,
+            "{m} {knee:?}: {:?}",
+            r.throughput_gbps
+        );
     }
 }

@@ -12,9 +12,14 @@
 //! * a step **up** is kept unless it cost completions (the knee is below it: undone, and the
 //!   rate remembered as too high); a step **down** is kept only if it bought completions;
 //!   with no difference, the higher target wins (fewer delays, lower latency);
-//! * kept steps double; after an undone step up the search halves its step until it is small,
-//!   then parks; a parked finder probes again after a back-off (1, 2, 4 ... 32 s) or when the
-//!   work done changes by a third (a new load).
+//! * a step up never goes more than one ordinary step (15%) past the highest target kept so
+//!   far: the knee may lie just above what was proven, and every period spent past it is a
+//!   throughput collapse and a latency spike. The first probe of a search is one such step (or
+//!   just to the natural rate, when that is nearer); kept steps double only up to what was
+//!   proven (a search resuming below it);
+//! * after an undone step up the search halves its step until it is small, then parks; a
+//!   parked finder probes again after a back-off (1, 2, 4 ... 32 s) or when the work done
+//!   changes by a third (a new load).
 //!
 //! A difference counts only when it exceeds three standard errors of the per-period work (and
 //! 1%), so noise does not walk the target. What it cannot see on a real machine: work that
@@ -39,8 +44,11 @@ const RECHECK_STEP: f64 = 0.05;
 const MIN_STEP: f64 = 0.04;
 /// Largest step.
 const MAX_STEP: f64 = 1.0;
-/// Largest first step of a search (to the natural rate).
-const FIRST_PROBE_MAX: f64 = 15.0;
+/// Largest step past the highest target kept so far (`proven`): the knee may lie anywhere
+/// above what was proven safe, and a probe past it collapses the platform for as long as it
+/// lasts, so unproven ground is entered one ordinary step at a time (kept steps still grow up
+/// to what was proven, e.g. when a search resumes below it).
+const UNPROVEN_STEP: f64 = FIRST_STEP;
 /// A step up whose work falls this far below the baseline within its first periods is undone
 /// at once: a probe into the platform's collapse should not last the whole window.
 const EARLY_LOSS: f64 = 0.05;
@@ -268,8 +276,11 @@ pub(crate) struct KneeFinder {
     load_seen: Option<u64>,
     /// The target from which a step down last bought nothing, and when.
     down_futile: Option<(f64, u64)>,
-    /// The natural rate a new search's first probe goes to (0: none).
+    /// The natural rate when a new search started (0: none): its first probe goes no further.
     first_probe: f64,
+    /// The highest target a probe up was kept at (0: none yet): steps grow up to it, and go
+    /// past it by `UNPROVEN_STEP` at most.
+    proven: f64,
 
     /// What the last decision was, for the plan's notes.
     last: Option<String>,
@@ -297,6 +308,7 @@ impl KneeFinder {
             load_seen: None,
             down_futile: None,
             first_probe: 0.0,
+            proven: 0.0,
             last: None,
         }
     }
@@ -344,6 +356,7 @@ impl KneeFinder {
         let from = self.target;
         let to = match dir {
             Dir::Up => (from * (1.0 + self.step))
+                .min(from.max(self.proven) * (1.0 + UNPROVEN_STEP))
                 .min(MAX_TARGET)
                 .min(self.too_high * MARGIN),
             Dir::Down => (from / (1.0 + self.step)).max(self.floor),
@@ -357,8 +370,11 @@ impl KneeFinder {
 
     fn start_probe(&mut self, dir: Dir, base: Summary, work: f64) {
         let from = self.target;
-        if dir == Dir::Up && self.first_probe > from * (1.0 + FIRST_STEP) {
-            self.step = (self.first_probe / from - 1.0).min(FIRST_PROBE_MAX);
+        // "Does holding back cost anything?": where the natural rate is within one step, the
+        // first probe goes just to it (holding nothing back); never further than one step.
+        if dir == Dir::Up && self.first_probe > from && self.first_probe < from * (1.0 + self.step)
+        {
+            self.step = self.first_probe / from - 1.0;
         }
         self.first_probe = 0.0;
         if self.step_target(dir) {
@@ -451,6 +467,7 @@ impl KneeFinder {
                     let to = self.target;
                     self.too_high = self.too_high.min(to);
                     self.target = (to * (1.0 - 2.0 * RECHECK_STEP)).max(self.floor);
+                    self.proven = self.proven.min(self.target);
                     self.last = Some(format!(
                         "knee search: the rate ran away above {to:.0}/s: target {:.0}/s",
                         self.target
@@ -482,7 +499,6 @@ impl KneeFinder {
                     self.interrupted = false;
                     self.climbed = false;
                     self.load_seen = None;
-                    // "Does holding back cost anything?": first try no holding back at all.
                     self.first_probe = obs.natural;
                     if load_changed || !self.searched {
                         self.step = FIRST_STEP;
@@ -564,6 +580,7 @@ impl KneeFinder {
         let to = self.target;
         self.too_high = self.too_high.min(to);
         self.target = p.from.min(self.too_high * MARGIN).max(self.floor);
+        self.proven = self.proven.min(self.target);
         self.last = Some(format!(
             "knee search: {to:.0}/s {why} (work {pct:+.1}%): back to {:.0}/s",
             self.target
@@ -615,6 +632,7 @@ impl KneeFinder {
                     "knee search: target {from:.0} -> {to:.0}/s kept (work {pct:+.1}%)"
                 ));
                 self.climbed = true;
+                self.proven = self.proven.max(to);
                 self.step = (self.step * 2.0).min(MAX_STEP);
                 if binding {
                     self.start_probe(Dir::Up, probe, work);
@@ -626,6 +644,7 @@ impl KneeFinder {
             (Dir::Up, Verdict::Worse) => self.reject_up(p, work, pct, "cost completions"),
             (Dir::Down, Verdict::Better) => {
                 self.too_high = self.too_high.min(from);
+                self.proven = self.proven.min(to);
                 self.last = Some(format!(
                     "knee search: target {from:.0} -> {to:.0}/s bought completions ({pct:+.1}%)"
                 ));
@@ -641,5 +660,62 @@ impl KneeFinder {
                 self.park(work);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the finder against a platform whose work collapses past `knee` (DMA efficiency
+    /// knee / rate, as on affected SoCs), with the fast loop holding the rate at the target and
+    /// a natural rate of 10x the start. Returns the targets it set, period by period.
+    fn search(start: f64, knee: f64, periods: u32) -> Vec<f64> {
+        let mut k = KneeFinder::new(start, 100_000.0, true);
+        let mut targets = Vec::new();
+        for i in 0..periods {
+            let rate = k.target();
+            let eff = if rate > knee { knee / rate } else { 1.0 };
+            // A little deterministic noise, as real counters have.
+            let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+            k.observe(&Observation {
+                work: vec![("eth0".into(), 1e10 * eff * noise, rate)],
+                binding: true,
+                rate,
+                natural: 10.0 * start,
+                settled: true,
+                at_limit: false,
+            });
+            targets.push(k.target());
+        }
+        targets
+    }
+
+    #[test]
+    fn probes_never_go_far_past_the_knee() {
+        // The first version's first probe went to the natural rate: 10x a knee of 2x.
+        let (start, knee) = (1_000_000.0, 2_000_000.0);
+        let t = search(start, knee, 3000);
+        let highest = t.iter().copied().fold(0.0, f64::max);
+        // A step kept just past the knee (a loss under the least effect) is the highest proven.
+        assert!(
+            highest <= knee * (1.0 + MIN_EFFECT) * (1.0 + UNPROVEN_STEP),
+            "a probe went to {highest:.0}/s, knee {knee:.0}/s"
+        );
+        // It found room above the start, and parks under the knee.
+        let last = *t.last().unwrap();
+        assert!(last > start && last <= knee, "parked at {last:.0}/s");
+        // Time spent past the knee: a few probes' worth, not a standing cost.
+        let past = t.iter().filter(|&&x| x > knee).count();
+        assert!(past <= 60, "{past} of 3000 periods past the knee");
+    }
+
+    #[test]
+    fn a_knee_far_above_the_start_is_still_reached() {
+        // A healthy platform: the knee is 8x the start; the search climbs most of the way
+        // within two seconds, step by step.
+        let t = search(1_000_000.0, 8_000_000.0, 200);
+        let last = *t.last().unwrap();
+        assert!(last >= 2_500_000.0, "after 2 s: {last:.0}/s");
     }
 }
