@@ -378,10 +378,11 @@ pub struct NvmeCfg {
     pub name: String,
     /// Number of drives.
     pub drives: u32,
-    /// I/O queues (vectors) per drive; queue i of a drive is served by the i-th CPU of `cpus`
-    /// after the drive's offset (drive d starts at `d * queues_per_drive`).
+    /// I/O queues (kernel-managed vectors) per drive, at most one per CPU of `cpus`: each
+    /// drive's queues get masks spread over `cpus` as the kernel spreads them, and each vector
+    /// fires on the CPU the kernel's vector matrix picks in its mask (`managed.rs`).
     pub queues_per_drive: u32,
-    /// CPUs the queues spread over (cpulist). Default: all.
+    /// CPUs the queues spread over (cpulist; the kernel spreads over all CPUs). Default: all.
     #[serde(default)]
     pub cpus: Option<String>,
     /// NUMA node.

@@ -25,6 +25,7 @@ mod cq;
 pub mod engine;
 pub mod export;
 mod gsim;
+mod managed;
 mod metrics;
 mod model;
 pub mod placement;

@@ -20,7 +20,7 @@ use crate::platform::Platform;
 use crate::rng::Stream;
 use crate::time::{MS, SEC, SimTime, us_to_ns};
 use irqpilot_core::moderation::{aim, dim};
-use irqpilot_core::{CpuSet, Topology};
+use irqpilot_core::{CpuId, CpuSet, Topology};
 
 /// First Linux IRQ number given to simulated vectors (x86 puts device MSIs above the legacy 24).
 pub(crate) const FIRST_IRQ: u32 = 24;
@@ -149,8 +149,25 @@ impl Sim {
         }
         let mut drives = Vec::new();
         let mut vq = Vec::new();
+        // Kernel-managed queue vectors (`managed.rs`): spread masks, effective CPUs allocated
+        // in IRQ order, housekeeping CPUs first under `isolcpus=managed_irq`.
+        let managed_hk = crate::placement::isolation_of(&sc.machine)?
+            .managed_irq_isolation()
+            .map(|isolated| topo.online.difference(isolated));
+        let mut managed_alloc = vec![0u32; ncpu];
         for g in &sc.nvme {
             let cpus = cpus_of(&g.cpus, &topo).map_err(|e| format!("nvme {}: {e}", g.name))?;
+            if g.queues_per_drive as usize > cpus.len() {
+                return Err(format!(
+                    "nvme {}: {} queues per drive on {} CPUs: NVMe makes at most one I/O queue \
+                     per CPU",
+                    g.name,
+                    g.queues_per_drive,
+                    cpus.len()
+                ));
+            }
+            let cpu_set: CpuSet = cpus.iter().map(|&c| CpuId(c)).collect();
+            let masks = crate::managed::spread(&topo, &cpu_set, g.queues_per_drive);
             let block_bytes = sc
                 .workload
                 .iter()
@@ -182,16 +199,24 @@ impl Sim {
                             threshold: g.coalesce_threshold,
                         },
                     };
-                    let slot = (d * g.queues_per_drive + i) as usize;
+                    let mask = masks[i as usize].clone();
+                    let cpu = crate::managed::effective_cpu(
+                        &mask,
+                        &topo.online,
+                        managed_hk.as_ref(),
+                        &managed_alloc,
+                    )
+                    .map_or(cpus[0], |c| c.0);
+                    managed_alloc[cpu as usize] += 1;
                     srcs.push(Source {
                         moder,
                         ..Source::boot(
                             FIRST_IRQ + src,
                             format!("{}{d}q{}", g.name, i + 1),
-                            cpus[slot % cpus.len()],
+                            cpu,
                             g.node,
                             Dev::Nvme(vq.len() as u32),
-                            topo.online.clone(),
+                            mask,
                             sc.gsim.enabled,
                         )
                     });
