@@ -11,11 +11,13 @@ use serde::{Deserialize, Serialize};
 /// Why a scenario could not be loaded.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
-    /// The TOML did not parse or did not match the schema.
-    #[error("scenario {origin}: {message}")]
+    /// The TOML did not parse, did not match the schema, or holds a value out of range.
+    #[error("scenario {origin}{}: {message}", position.map(|p| format!(":{p}")).unwrap_or_default())]
     Invalid {
         /// File or built-in name.
         origin: String,
+        /// Where in the file, when the error is about a place in it.
+        position: Option<crate::locate::Position>,
         /// What is wrong.
         message: String,
     },
@@ -282,8 +284,10 @@ pub struct NicCfg {
     pub link_gbps: f64,
     /// RX/TX queue pairs (one MSI-X vector each).
     pub queues: u32,
-    /// CPUs the queues' IRQs are spread over, as a cpulist (queue i on the i-th CPU, wrapping).
-    /// Default: all CPUs.
+    /// CPUs the driver spreads the queues' IRQs over itself, as a cpulist (queue i on the i-th
+    /// CPU, wrapping). Default: none of its own: each vector goes where the kernel's vector
+    /// matrix puts it, the CPU of the default affinity (`irqaffinity=`, else all) with the
+    /// fewest vectors, so a second NIC's queues follow the first's.
     #[serde(default)]
     pub cpus: Option<String>,
     /// NUMA node of the device.
@@ -585,13 +589,15 @@ impl WorkloadCfg {
 }
 
 impl Scenario {
-    /// Parses a scenario from TOML text.
+    /// Parses a scenario from TOML text. Errors name the line and column of what is wrong.
     pub fn from_toml(text: &str, origin: &str) -> Result<Scenario, ConfigError> {
-        let value: toml::Value = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+        let s: Scenario = toml::from_str(text).map_err(|e| ConfigError::Invalid {
             origin: origin.into(),
-            message: e.to_string(),
+            position: e.span().map(|r| crate::locate::position(text, r.start)),
+            message: e.message().trim_end().to_string(),
         })?;
-        Scenario::from_value(value, origin)
+        s.check(origin, Some(text))?;
+        Ok(s)
     }
 
     fn from_value(value: toml::Value, origin: &str) -> Result<Scenario, ConfigError> {
@@ -599,19 +605,35 @@ impl Scenario {
             .try_into()
             .map_err(|e: toml::de::Error| ConfigError::Invalid {
                 origin: origin.into(),
+                position: None,
                 message: e.to_string(),
             })?;
-        s.validate().map_err(|message| ConfigError::Invalid {
-            origin: origin.into(),
-            message,
-        })?;
+        s.check(origin, None)?;
         Ok(s)
+    }
+
+    /// Every check beyond the schema: ranges (errors name the key, and with the file's text
+    /// its position), then the rules across fields.
+    fn check(&self, origin: &str, text: Option<&str>) -> Result<(), ConfigError> {
+        if let Err((key, message)) = crate::ranges::check_ranges(self) {
+            return Err(ConfigError::Invalid {
+                origin: origin.into(),
+                position: text.and_then(|t| crate::locate::locate(t, &key)),
+                message,
+            });
+        }
+        self.validate().map_err(|message| ConfigError::Invalid {
+            origin: origin.into(),
+            position: None,
+            message,
+        })
     }
 
     /// Applies `--set key=value` edits and re-checks the scenario.
     pub fn with_sets(&self, sets: &[(String, String)]) -> Result<Scenario, ConfigError> {
         let mut value = toml::Value::try_from(self).map_err(|e| ConfigError::Invalid {
             origin: self.name.clone(),
+            position: None,
             message: e.to_string(),
         })?;
         for (key, raw) in sets {
@@ -730,6 +752,9 @@ impl Scenario {
     }
 }
 
+/// The values `--set moderation=` takes (the binary's `--help` lists the same; a test checks).
+pub const MODERATION_VALUES: &[&str] = &["none", "static", "dim", "aim", "gsim", "irqpilot"];
+
 /// Turns `--set` text into a TOML value: integer, float, boolean, else string.
 fn parse_scalar(raw: &str) -> toml::Value {
     if let Ok(i) = raw.parse::<i64>() {
@@ -813,6 +838,13 @@ fn apply_set(value: &mut toml::Value, key: &str, raw: &str) -> Result<(), Config
             };
             insert_path(value, &["gsim", field], toml::Value::Integer(i)).map_err(|m| bad(key, m))
         }
+        "moderation" if !MODERATION_VALUES.contains(&raw) => Err(bad(
+            key,
+            format!(
+                "expects one of {}, not {raw:?}",
+                MODERATION_VALUES.join(", ")
+            ),
+        )),
         "moderation" => {
             let n = set_in_each(value, "nic", "moderation", v.clone());
             let nvme_mode = match raw {

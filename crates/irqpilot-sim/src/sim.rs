@@ -90,15 +90,46 @@ impl Sim {
         );
         let ncpu = topo.online.len();
         let k = Ns::new(&sc.costs);
+        let iso = crate::placement::isolation_of(&sc.machine)?;
+        // `/proc/irq/default_smp_affinity` at boot: `irqaffinity=` when it names an online CPU.
+        let boot_default = iso
+            .irqaffinity
+            .as_ref()
+            .map(|a| a.intersection(&topo.online))
+            .filter(|a| !a.is_empty())
+            .unwrap_or_else(|| topo.online.clone());
+        // Vectors requested without an affinity of the driver's own go where x86's vector
+        // matrix puts them: the CPU of the default affinity with the fewest vectors, the lowest
+        // on ties (`matrix_find_best_cpu`), so two NICs continue one after the other.
+        let mut nic_alloc = vec![0u32; ncpu];
         let mut srcs = Vec::new();
         let mut nics = Vec::new();
         let mut nq = Vec::new();
         for (ni, n) in sc.nic.iter().enumerate() {
-            let cpus = cpus_of(&n.cpus, &topo).map_err(|e| format!("nic {}: {e}", n.name))?;
+            let cpus = match &n.cpus {
+                Some(_) => {
+                    Some(cpus_of(&n.cpus, &topo).map_err(|e| format!("nic {}: {e}", n.name))?)
+                }
+                None => None,
+            };
             let first_q = nq.len() as u32;
             for i in 0..n.queues {
                 let src = srcs.len() as u32;
                 let (moder, moder_tx, driver) = nic_moderation(n);
+                let (cpu, requested) = match &cpus {
+                    // The driver spreads its queues itself: queue i on the i-th CPU.
+                    Some(cpus) => (cpus[i as usize % cpus.len()], topo.online.clone()),
+                    None => {
+                        let c = boot_default
+                            .iter()
+                            .map(|c| c.0)
+                            .filter(|&c| (c as usize) < ncpu)
+                            .min_by_key(|&c| (nic_alloc[c as usize], c))
+                            .unwrap_or(0);
+                        (c, boot_default.clone())
+                    }
+                };
+                nic_alloc[cpu as usize] += 1;
                 srcs.push(Source {
                     moder,
                     moder_tx,
@@ -106,10 +137,10 @@ impl Sim {
                     ..Source::boot(
                         FIRST_IRQ + src,
                         format!("{}-TxRx-{i}", n.name),
-                        cpus[i as usize % cpus.len()],
+                        cpu,
                         n.node,
                         Dev::Nic(nq.len() as u32),
-                        topo.online.clone(),
+                        requested,
                         sc.gsim.enabled,
                     )
                 });
@@ -151,7 +182,7 @@ impl Sim {
         let mut vq = Vec::new();
         // Kernel-managed queue vectors (`managed.rs`): spread masks, effective CPUs allocated
         // in IRQ order, housekeeping CPUs first under `isolcpus=managed_irq`.
-        let managed_hk = crate::placement::isolation_of(&sc.machine)?
+        let managed_hk = iso
             .managed_irq_isolation()
             .map(|isolated| topo.online.difference(isolated));
         let mut managed_alloc = vec![0u32; ncpu];

@@ -48,7 +48,15 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         sets.push(("seed".into(), seed.to_string()));
     }
     if let Some(d) = args.duration {
-        let ms = d.as_millis().max(1) as u64;
+        // The same rule as the scenario's `duration_ms`: a positive whole number of ms.
+        if d.is_zero() || d.subsec_nanos() % 1_000_000 != 0 {
+            return crate::usage(format!(
+                "--duration {}: the twin runs a positive whole number of milliseconds \
+                 (duration_ms >= 1)",
+                humantime::format_duration(d)
+            ));
+        }
+        let ms = d.as_millis() as u64;
         sets.push(("duration_ms".into(), ms.to_string()));
         if base.warmup_ms >= ms {
             // Keep a warm-up, shorter than the run, rather than refusing a shorter run.
