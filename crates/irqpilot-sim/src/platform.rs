@@ -29,6 +29,8 @@ pub(crate) struct Platform {
     counts: [u64; BUCKETS],
     /// Bucket number (`time / bucket_ns`) of the newest bucket.
     head: u64,
+    /// Start of the bucket after the newest one.
+    head_end: u64,
     /// Time of the last update (the newest bucket covers up to here).
     last: u64,
     in_window: u64,
@@ -47,6 +49,7 @@ impl Platform {
             bucket_ns: window_ns / BUCKETS as u64,
             counts: [0; BUCKETS],
             head: 0,
+            head_end: window_ns / BUCKETS as u64,
             last: 0,
             in_window: 0,
             msis: 0,
@@ -56,6 +59,10 @@ impl Platform {
     /// Slides the window so its newest bucket holds `now`.
     fn advance(&mut self, now: SimTime) {
         self.last = self.last.max(now.ns());
+        // Most updates fall in the newest bucket: no division then.
+        if now.ns() < self.head_end {
+            return;
+        }
         let b = now.ns() / self.bucket_ns;
         if b <= self.head {
             return;
@@ -71,6 +78,7 @@ impl Platform {
             }
         }
         self.head = b;
+        self.head_end = (b + 1) * self.bucket_ns;
     }
 
     /// Records an MSI write at `now`; returns the delay until it reaches the CPU.
@@ -91,7 +99,10 @@ impl Platform {
     /// MSIs per second over the time the window covers: the older buckets in full and the
     /// newest one up to the last update.
     fn rate(&self) -> f64 {
-        let covered = (BUCKETS as u64 - 1) * self.bucket_ns + self.last % self.bucket_ns + 1;
+        // `last` lies in the newest bucket, which ends at `head_end`.
+        let covered = (BUCKETS as u64 - 1) * self.bucket_ns
+            + (self.last + self.bucket_ns - self.head_end)
+            + 1;
         self.in_window as f64 * 1e9 / covered as f64
     }
 

@@ -336,13 +336,7 @@ impl Sim {
     /// the clock to `until`.
     pub fn run_until(&mut self, until: SimTime) {
         let until = until.min(self.end);
-        while let Some(t) = self.events.peek_time() {
-            if t > until {
-                break;
-            }
-            let Some((t, ev)) = self.events.pop() else {
-                break;
-            };
+        while let Some((t, ev)) = self.events.pop_until(until) {
             self.now = t;
             self.handle(ev);
         }
@@ -623,7 +617,7 @@ impl Sim {
             return;
         };
         let nq = &self.nq[q as usize];
-        let rx = nq.rx.landed(now).min(self.k.napi_weight);
+        let rx = nq.rx.landed_up_to(now, self.k.napi_weight);
         let tx = nq.tx.landed(now);
         let mut per_pkt = rx as f64 * self.k.rx_pkt + tx as f64 * self.k.tx_done;
         if self.cpu_node[cpu] != self.nics[nq.nic as usize].node {
