@@ -36,6 +36,7 @@ pub mod report;
 pub mod rng;
 mod runner;
 pub mod scenarios;
+pub mod sweep;
 mod sim;
 mod sim_platform;
 pub mod tables;

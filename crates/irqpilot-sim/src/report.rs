@@ -7,7 +7,7 @@ use crate::time::SEC;
 use serde::Serialize;
 
 /// Request or I/O latency percentiles, microseconds.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Latency {
     /// Median.
     pub p50: f64,
@@ -24,7 +24,7 @@ pub struct Latency {
 }
 
 /// One CPU over the measured interval.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CpuReport {
     /// CPU id.
     pub cpu: u32,
@@ -39,7 +39,7 @@ pub struct CpuReport {
 }
 
 /// One interrupt vector.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SourceReport {
     /// Linux IRQ number.
     pub irq: u32,
@@ -58,7 +58,7 @@ pub struct SourceReport {
 }
 
 /// Platform MSI delivery.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct PlatformReport {
     /// The knee in force (interrupts/s).
     pub knee_per_sec: f64,
@@ -69,7 +69,7 @@ pub struct PlatformReport {
 /// How evenly units of equal demand were served over the measured interval: bulk flows
 /// (bytes delivered), RPC clients (requests completed), NVMe queues (I/Os completed). Units
 /// that did nothing at all are left out (they never started).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Fairness {
     /// Jain's index `(sum x)^2 / (n sum x^2)`: 1 = equal, 1/n = one queue gets everything.
     pub jain: f64,
@@ -97,14 +97,14 @@ pub fn fairness(work: &[f64]) -> Option<Fairness> {
 }
 
 /// Packets and I/Os lost.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Drops {
     /// Packets dropped at the NIC (buffer or RX ring full).
     pub nic_packets: u64,
 }
 
 /// GSIM at the end of the run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct GsimReport {
     /// Mean per-CPU delay (`mod_ns`) over CPUs that took moderated interrupts, us.
     pub mean_delay_us: f64,
@@ -115,7 +115,7 @@ pub struct GsimReport {
 }
 
 /// Simulation bookkeeping (deterministic counts only; wall time is never in the JSON).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SimStats {
     /// Events handled.
     pub events: u64,
@@ -124,7 +124,7 @@ pub struct SimStats {
 }
 
 /// What the placement policy did during the whole run (warm-up included).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct PlacementReport {
     /// `none`, `rotate`, `static`, `irqpilot` or `irqbalance`.
     pub policy: String,
@@ -146,7 +146,7 @@ pub struct PlacementReport {
 }
 
 /// A run's results.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Report {
     /// Scenario name.
     pub scenario: String,

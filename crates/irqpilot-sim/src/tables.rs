@@ -4,13 +4,16 @@
 
 use crate::report::Report;
 use crate::runner::run_scenario;
+use crate::config::Scenario;
 use crate::scenarios::builtin;
+use std::collections::HashMap;
 use std::fmt::Write;
 
 /// Names of the tables.
 pub const TABLES: &[&str] = &["published", "moderation", "placement"];
 
-fn run(name: &str, sets: &[(&str, &str)]) -> Result<Report, String> {
+/// A built-in scenario with `sets` applied.
+fn scenario(name: &str, sets: &[(&str, &str)]) -> Result<Scenario, String> {
     let sc = builtin(name)
         .ok_or_else(|| format!("no built-in scenario {name}"))?
         .map_err(|e| e.to_string())?;
@@ -18,7 +21,19 @@ fn run(name: &str, sets: &[(&str, &str)]) -> Result<Report, String> {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    run_scenario(sc.with_sets(&sets).map_err(|e| e.to_string())?, |_| {})
+    sc.with_sets(&sets).map_err(|e| e.to_string())
+}
+
+/// How a table gets a run's report: `(scenario, sets) -> report`.
+type Run<'a> = dyn FnMut(&str, &[(&str, &str)]) -> Result<Report, String> + 'a;
+
+/// Key of a run: the scenario and its sets, in order.
+fn run_key(name: &str, sets: &[(&str, &str)]) -> String {
+    let mut key = name.to_string();
+    for (k, v) in sets {
+        let _ = write!(key, " {k}={v}");
+    }
+    key
 }
 
 fn k(v: f64) -> String {
@@ -53,20 +68,53 @@ fn p(r: &Report, f: fn(&crate::report::Latency) -> f64) -> String {
         .map_or("-".into(), |l| format!("{:.1} us", f(l)))
 }
 
-/// Builds a table by name; `progress` gets a line per finished row.
-pub fn table(name: &str, mut progress: impl FnMut(&str)) -> Result<String, String> {
-    match name {
-        "published" => published(&mut progress),
-        "moderation" => moderation(&mut progress),
-        "placement" => placement(&mut progress),
-        _ => Err(format!(
-            "unknown table {name:?}; tables: {}",
-            TABLES.join(", ")
-        )),
-    }
+/// Builds a table by name; `progress` gets a line per finished run. The runs are spread over
+/// the cores ([`crate::sweep`]); the table is that of a serial run.
+pub fn table(name: &str, progress: impl FnMut(&str)) -> Result<String, String> {
+    table_with_jobs(name, crate::sweep::default_jobs(), progress)
 }
 
-fn published(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
+/// [`table`] with at most `jobs` runs at a time.
+pub fn table_with_jobs(
+    name: &str,
+    jobs: usize,
+    mut progress: impl FnMut(&str),
+) -> Result<String, String> {
+    let build: fn(&mut Run) -> Result<String, String> = match name {
+        "published" => published,
+        "moderation" => moderation,
+        "placement" => placement,
+        _ => {
+            return Err(format!(
+                "unknown table {name:?}; tables: {}",
+                TABLES.join(", ")
+            ));
+        }
+    };
+    // First pass: which runs the table makes (no run's parameters depend on another's
+    // result), each scenario built and checked; placeholders stand in for the reports.
+    let mut wanted: Vec<(String, Scenario)> = Vec::new();
+    build(&mut |name: &str, sets: &[(&str, &str)]| {
+        let key = run_key(name, sets);
+        if !wanted.iter().any(|(k, _)| *k == key) {
+            wanted.push((key, scenario(name, sets)?));
+        }
+        Ok(Report::default())
+    })?;
+    let (keys, scenarios): (Vec<String>, Vec<Scenario>) = wanted.into_iter().unzip();
+    let results = crate::sweep::run_all(scenarios, jobs, |i| progress(&keys[i]));
+    let done: HashMap<String, Result<Report, String>> = keys.into_iter().zip(results).collect();
+    // Second pass: the same table from the finished runs.
+    build(&mut |name: &str, sets: &[(&str, &str)]| {
+        let key = run_key(name, sets);
+        match done.get(&key) {
+            Some(r) => r.clone(),
+            None => run_scenario(scenario(name, sets)?, |_| {}),
+        }
+    })
+}
+
+fn published(run: &mut Run) -> Result<String, String> {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -85,7 +133,6 @@ fn published(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
             out,
             "| aim-e1000-idle: driver-reported `interrupt_rate` | {mode} | {published} | {rate}/s |"
         );
-        progress(&format!("aim-e1000-idle aim_mode={mode}"));
     }
     for (mode, published) in [("0", "8k"), ("1", "4k"), ("2", "4k")] {
         let r = run("aim-e1000-bulk", &[("aim_mode", mode)])?;
@@ -94,7 +141,6 @@ fn published(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
             "| aim-e1000-bulk: interrupts under bulk load | {mode} | {published}/s | {}/s |",
             k(r.interrupts_per_sec)
         );
-        progress(&format!("aim-e1000-bulk aim_mode={mode}"));
     }
     for (mode, published) in [
         ("0", "slowest"),
@@ -108,7 +154,6 @@ fn published(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
             p(&r, |l| l.p50),
             main_metric(&r)
         );
-        progress(&format!("aim-e1000-pingpong aim_mode={mode}"));
     }
     let _ = writeln!(
         out,
@@ -143,12 +188,11 @@ fn published(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
             k(today.interrupts_per_sec),
             main_metric(&healthy)
         );
-        progress(name);
     }
     Ok(out)
 }
 
-fn moderation(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
+fn moderation(run: &mut Run) -> Result<String, String> {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -187,7 +231,6 @@ fn moderation(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
             jain(&g),
             jain(&i)
         );
-        progress(name);
     }
     let _ = writeln!(
         out,
@@ -212,7 +255,6 @@ fn moderation(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
             })
             .collect::<Result<_, _>>()?;
         let _ = writeln!(out, "| {name} | {} | {} | {} |", rows[0], rows[1], rows[2]);
-        progress(name);
     }
     let _ = writeln!(
         out,
@@ -259,7 +301,6 @@ fn moderation(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
             ));
         }
         let _ = writeln!(out, "| {qd} | {} | {} | {} |", cells[0], cells[1], cells[2]);
-        progress(&format!("v4 table iodepth {qd}"));
     }
     let _ = writeln!(
         out,
@@ -324,14 +365,13 @@ fn moderation(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
             values.join(", "),
             twin.join(", ")
         );
-        progress(param);
     }
     Ok(out)
 }
 
 /// Placement policies on the placement scenarios (seed 002 Kamble 2002, seed 004 Lal 2020, and
 /// two without a published figure), each scenario under every policy the twin has.
-fn placement(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
+fn placement(run: &mut Run) -> Result<String, String> {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -389,7 +429,6 @@ fn placement(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
                 p(&r, |l| l.p99),
                 r.migrations
             );
-            progress(&format!("{name} placement={policy}"));
         }
     }
     Ok(out)

@@ -434,3 +434,87 @@ fn new_irqs_are_placed_the_period_they_appear() {
     assert_eq!(p.writes[0].0, IrqNum(41));
     assert!(p.writes[0].1.is_subset(&CpuSet::range(0, 1)));
 }
+
+/// Two queues of `eth0` (NUMA node 1) under load, on node 1. Alone they stay near the device;
+/// with the consuming application on node 0 they move next to it (its last-level cache), and
+/// an application entry for another device changes nothing.
+#[test]
+fn queues_follow_their_application_across_nodes() {
+    use crate::queue::{NamingScheme, Queue, QueueKind};
+    let topo = Topology::synthetic(2, 2, 4, 1);
+    let mut m = Machine {
+        topology: topo.clone(),
+        ..Machine::default()
+    };
+    let cpus: Vec<CpuId> = topo.online.iter().collect();
+    let mut per_cpu: Vec<CpuRate> = cpus
+        .iter()
+        .map(|&cpu| CpuRate {
+            cpu,
+            irq_per_sec: 0.0,
+            arch_per_sec: 0.0,
+            hardirq_pct: None,
+            softirq_pct: None,
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for k in 0..2u32 {
+        let at = CpuId(4 + k);
+        let mut i = Irq::new(IrqNum(40 + k));
+        i.node = Some(crate::ids::NodeId(1));
+        i.queue = Some(Queue {
+            kind: QueueKind::TxRx,
+            index: Some(k),
+            owner: "eth0".into(),
+            scheme: NamingScheme::I40e,
+        });
+        i.requested = Some(CpuSet::single(at));
+        i.effective = Some(CpuSet::single(at));
+        m.irqs.insert(i.irq, i);
+        let mut v = vec![0.0; cpus.len()];
+        v[at.0 as usize] = 20_000.0;
+        per_cpu[at.0 as usize].irq_per_sec += 20_000.0;
+        rows.push(RowRate {
+            label: RowLabel::Irq(IrqNum(40 + k)),
+            per_cpu_per_sec: v,
+            total_per_sec: 20_000.0,
+            status: RowStatus::Continuing,
+            wraps: 0,
+        });
+    }
+    for c in &mut per_cpu {
+        c.hardirq_pct = Some(c.irq_per_sec * 1e-5 * 100.0);
+        c.softirq_pct = Some(0.0);
+    }
+    let r = Rates {
+        cpus: cpus.clone(),
+        per_cpu,
+        rows,
+        ..Rates::default()
+    };
+    let node_of = |cfg: &PlacementConfig| -> Vec<u32> {
+        let d = decide(cfg, &Learned::default(), &input(&m, Some(&r)));
+        d.heavy
+            .iter()
+            .map(|h| topo.package_key(h.cpu.unwrap()))
+            .collect()
+    };
+    assert_eq!(node_of(&PlacementConfig::default()), vec![1, 1]);
+    let app = |device: &str| PlacementConfig {
+        applications: vec![Application {
+            device: device.into(),
+            cpus: CpuSet::parse_list("0-1").unwrap(),
+        }],
+        ..PlacementConfig::default()
+    };
+    assert_eq!(node_of(&app("eth0")), vec![0, 0]);
+    assert_eq!(node_of(&app("eth1")), vec![1, 1]);
+    let bad = PlacementConfig {
+        applications: vec![Application {
+            device: "eth0".into(),
+            cpus: CpuSet::new(),
+        }],
+        ..PlacementConfig::default()
+    };
+    assert!(bad.validate().unwrap_err().to_string().contains("applications[0]"));
+}

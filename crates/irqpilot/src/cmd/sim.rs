@@ -28,7 +28,7 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
     }
     if let Some(name) = &args.table {
         let progress = settings.format == Format::Table && std::io::stderr().is_terminal();
-        let text = tables::table(name, |row| {
+        let text = tables::table_with_jobs(name, jobs(args), |row| {
             if progress {
                 eprintln!("  done: {row}");
             }
@@ -64,7 +64,7 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         }
     }
     if let Some(cmp) = &args.compare {
-        return compare(&base, &sets, cmp, settings, &mut out);
+        return compare(&base, &sets, cmp, jobs(args), settings, &mut out);
     }
     let sc = base.with_sets(&sets)?;
     let started = Instant::now();
@@ -84,6 +84,12 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         Format::Table => write!(out, "{}", render_report(&report))?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs at a time for --compare and --table.
+fn jobs(args: &SimArgs) -> usize {
+    args.jobs
+        .map_or_else(irqpilot_sim::sweep::default_jobs, usize::from)
 }
 
 /// A built-in scenario by name, or a TOML file.
@@ -285,6 +291,7 @@ fn compare(
     base: &Scenario,
     sets: &[(String, String)],
     cmp: &str,
+    jobs: usize,
     settings: &Settings,
     out: &mut impl Write,
 ) -> Result<ExitCode> {
@@ -299,13 +306,21 @@ fn compare(
     if values.is_empty() {
         return crate::usage(format!("--compare {cmp:?}: no values"));
     }
-    let mut reports = Vec::new();
+    let mut scenarios = Vec::new();
     for v in &values {
         let mut s = sets.to_vec();
         s.push((key.to_string(), v.to_string()));
-        let sc = base.with_sets(&s)?;
-        reports.push(run_with_progress(sc, settings.format)?);
+        scenarios.push(base.with_sets(&s)?);
     }
+    let progress = settings.format == Format::Table && std::io::stderr().is_terminal();
+    let reports = irqpilot_sim::sweep::run_all(scenarios, jobs, |i| {
+        if progress {
+            eprintln!("  done: {key}={}", values[i]);
+        }
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>, String>>()
+    .map_err(anyhow::Error::msg)?;
     match settings.format {
         Format::Json => {
             let runs: Vec<serde_json::Value> = values

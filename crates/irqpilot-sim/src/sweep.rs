@@ -1,0 +1,102 @@
+//! Independent runs spread over the cores (`--compare`, `--table`, generated sweeps).
+//!
+//! Every run builds its own machine from its own scenario and seed and shares nothing with the
+//! others, so each report is exactly that of a serial run; they come back in the order given,
+//! whatever order they finish in.
+
+use crate::config::Scenario;
+use crate::report::Report;
+use crate::runner::run_scenario;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+/// Runs at a time by default: one per CPU this process may use.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs every scenario, at most `jobs` at a time (at least one); `done(i)` is called on the
+/// calling thread as run `i` finishes. Returns the reports in the order of `scenarios`.
+pub fn run_all(
+    scenarios: Vec<Scenario>,
+    jobs: usize,
+    mut done: impl FnMut(usize),
+) -> Vec<Result<Report, String>> {
+    let n = scenarios.len();
+    let jobs = jobs.clamp(1, n.max(1));
+    // Each scenario is taken once, by the worker that claims its index.
+    let work: Vec<Mutex<Option<Scenario>>> =
+        scenarios.into_iter().map(|s| Mutex::new(Some(s))).collect();
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<Report, String>>> = (0..n).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let (work, next) = (&work, &next);
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(slot) = work.get(i) else { break };
+                    let sc = slot.lock().map(|mut s| s.take()).ok().flatten();
+                    let r = match sc {
+                        Some(sc) => run_scenario(sc, |_| {}),
+                        None => Err(format!("run {i}: scenario already taken")),
+                    };
+                    if tx.send((i, r)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (i, r) in rx {
+            results[i] = Some(r);
+            done(i);
+        }
+    });
+    results
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| r.unwrap_or_else(|| Err(format!("run {i} did not finish"))))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::builtin;
+
+    fn short(name: &str, sets: &[(&str, &str)]) -> Scenario {
+        let mut all = vec![
+            ("duration_ms".to_string(), "20".to_string()),
+            ("warmup_ms".to_string(), "5".to_string()),
+        ];
+        all.extend(sets.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        builtin(name)
+            .and_then(Result::ok)
+            .and_then(|s| s.with_sets(&all).ok())
+            .unwrap_or_else(|| panic!("{name}"))
+    }
+
+    /// Two workers give the reports one worker gives, in the order asked, each finished run
+    /// announced once.
+    #[test]
+    fn parallel_reports_are_the_serial_ones_in_order() {
+        let scenarios = vec![
+            short("nvme-8ssd-64q", &[]),
+            short("aim-e1000-pingpong", &[("aim_mode", "2")]),
+            short("nic-100g-32q-lowload", &[("moderation", "dim")]),
+            short("aim-e1000-pingpong", &[("aim_mode", "0")]),
+        ];
+        let serial = run_all(scenarios.clone(), 1, |_| {});
+        let mut seen = Vec::new();
+        let parallel = run_all(scenarios, 2, |i| seen.push(i));
+        seen.sort_unstable();
+        assert_eq!(seen, vec![0, 1, 2, 3]);
+        assert_eq!(serial, parallel);
+        assert_ne!(serial[1], serial[3], "different settings, different reports");
+        assert!(run_all(Vec::new(), 2, |_| {}).is_empty());
+    }
+}
