@@ -175,6 +175,20 @@ pub struct Costs {
     /// Work started on a CPU while an SMT sibling of it is busy takes this much longer (the two
     /// threads share one core's execution units). 1 = no effect. See docs/placement-twin.md.
     pub smt_slowdown: f64,
+    /// Latency of waking an application thread on another CPU that is idle (wake-up IPI and
+    /// schedule; 1.5 us, costmodel 1.1 / 3 "IPI latency", U). With RFS, the IPI that hands the
+    /// packets to the thread's CPU.
+    pub wakeup_ipi_us: f64,
+    /// Application time per request served on another last-level cache than the softirq that
+    /// received it: the packet's and the socket's cache lines cross over (ours, U; costmodel
+    /// 2.7: "other core, same LLC: adds remote wakeup (IPI) and LLC transfers").
+    pub remote_cache_us: f64,
+    /// On top of `remote_cache_us` when the two CPUs are on different NUMA nodes (ours, U;
+    /// costmodel 2.7: "other socket: ESnet reports up to 2x throughput loss").
+    pub remote_node_app_us: f64,
+    /// The driver's part of `rx_packet_ns` (XDP-level, 42 ns, costmodel 3): what the IRQ CPU
+    /// still spends per packet when RFS moves the stack to the application's CPU.
+    pub rx_driver_ns: f64,
 }
 
 impl Default for Costs {
@@ -199,8 +213,24 @@ impl Default for Costs {
             migration_cold_factor: 2.0,
             remote_node_packet_factor: 1.0,
             smt_slowdown: 1.0,
+            wakeup_ipi_us: 1.5,
+            remote_cache_us: 0.3,
+            remote_node_app_us: 1.0,
+            rx_driver_ns: 42.0,
         }
     }
+}
+
+/// How received packets reach an application thread on another CPU (kernel
+/// Documentation/networking/scaling.rst).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Steering {
+    /// The IRQ CPU's softirq runs the stack and wakes the thread.
+    #[default]
+    None,
+    /// RFS: the stack runs on the CPU of the thread that reads the flow.
+    Rfs,
 }
 
 /// Which platform MSI limit applies.
@@ -486,7 +516,16 @@ pub enum WorkloadCfg {
         service_us: f64,
         /// Service times exponentially distributed (an M/M/1 server) instead of fixed.
         #[serde(default)]
-        exponential_service: bool,
+        exponential_service: bool,        /// CPUs the server's threads are pinned to (a CPU list, `taskset -c`); each client's
+        /// connection belongs to one of them (client number modulo their count). Absent: a
+        /// request is served on the CPU whose softirq received it.
+        #[serde(default)]
+        app_cpus: Option<String>,
+        /// How a request reaches its thread when that runs on another CPU: `none` (the IRQ
+        /// CPU's softirq runs the stack and wakes the thread), `rfs` (receive flow steering:
+        /// the stack runs on the thread's CPU).
+        #[serde(default)]
+        steering: Steering,
     },
     /// Closed-loop request/response: `clients` outstanding requests, each reissued after the
     /// response plus `think_us`. Latency is measured at the client: request sent to response
@@ -521,7 +560,16 @@ pub enum WorkloadCfg {
         /// Steer every client to this queue of the NIC (an n-tuple flow-steering rule,
         /// `ethtool -N ... action Q`) instead of spreading them by RSS.
         #[serde(default)]
-        queue: Option<u32>,
+        queue: Option<u32>,        /// CPUs the server's threads are pinned to (a CPU list, `taskset -c`); each client's
+        /// connection belongs to one of them (client number modulo their count). Absent: a
+        /// request is served on the CPU whose softirq received it.
+        #[serde(default)]
+        app_cpus: Option<String>,
+        /// How a request reaches its thread when that runs on another CPU: `none` (the IRQ
+        /// CPU's softirq runs the stack and wakes the thread), `rfs` (receive flow steering:
+        /// the stack runs on the thread's CPU).
+        #[serde(default)]
+        steering: Steering,
     },
     /// fio-like random reads on every drive of an NVMe group.
     Fio {

@@ -158,6 +158,23 @@ impl Cq {
         n.min(limit)
     }
 
+    /// How many of the first `n` entries from the head carry a tag that `pick` accepts.
+    pub(crate) fn count_tagged(&self, n: u64, pick: impl Fn(u32) -> bool) -> u64 {
+        let (mut seen, mut hits) = (0u64, 0u64);
+        for b in &self.batches {
+            if seen >= n {
+                break;
+            }
+            let first = b.first_seq.max(self.head);
+            let take = (b.last_seq() - first + 1).min(n - seen);
+            if b.tag != NO_TAG && pick(b.tag) {
+                hits += take;
+            }
+            seen += take;
+        }
+        hits
+    }
+
     /// Consumes `n` entries from the head, calling `f(batch, entries_taken)` per batch portion.
     pub(crate) fn consume(&mut self, mut n: u64, mut f: impl FnMut(&Batch, u32)) {
         while n > 0 {

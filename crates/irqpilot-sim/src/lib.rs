@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+mod apps;
 mod channels;
 pub mod config;
 mod contention;

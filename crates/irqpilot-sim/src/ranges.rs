@@ -93,6 +93,10 @@ pub(crate) fn check_ranges(sc: &Scenario) -> Result<(), OutOfRange> {
             Factor,
         ),
         ("smt_slowdown", c.smt_slowdown, Factor),
+        ("wakeup_ipi_us", c.wakeup_ipi_us, NonNegative),
+        ("remote_cache_us", c.remote_cache_us, NonNegative),
+        ("remote_node_app_us", c.remote_node_app_us, NonNegative),
+        ("rx_driver_ns", c.rx_driver_ns, NonNegative),
     ] {
         check(&format!("costs.{k}"), v, r)?;
     }

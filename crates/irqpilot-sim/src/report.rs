@@ -173,6 +173,10 @@ pub struct Report {
     /// Completed requests per second (request/response scenarios).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transactions_per_sec: Option<f64>,
+    /// Requests per second handed to an application thread on another CPU than the softirq
+    /// that received them (workloads with `app_cpus`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_wakeups_per_sec: Option<f64>,
     /// Request (or I/O) latency.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_us: Option<Latency>,
@@ -297,6 +301,11 @@ impl Sim {
             tx_gbps: has_tx.then(|| round(d.tx_bytes as f64 * 8.0 / secs / 1e9, 4)),
             iops: has_nvme.then(|| round(d.ios as f64 / secs, 0)),
             transactions_per_sec: has_req.then(|| round(d.transactions as f64 / secs, 1)),
+            remote_wakeups_per_sec: self
+                .wls
+                .iter()
+                .any(|w| !w.app_cpus.is_empty())
+                .then(|| round(d.remote_wakeups as f64 / secs, 1)),
             latency_us: latency,
             per_cpu,
             per_source,

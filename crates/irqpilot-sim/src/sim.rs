@@ -57,6 +57,9 @@ pub struct Sim {
     pub(crate) smt_siblings: Vec<Vec<u32>>,
     /// The kernel's software moderation (GSIM).
     pub(crate) gsim: crate::gsim::Gsim,
+    /// Dense last-level-cache key of each CPU (its first sharer); filled only when some
+    /// workload pins its application threads.
+    pub(crate) cpu_llc: Vec<u32>,
     /// Scratch buffers reused on hot paths.
     scratch_served: Vec<(u32, u64)>,
     scratch_lat: Vec<(u64, u32)>,
@@ -153,6 +156,7 @@ impl Sim {
                     link_free: SimTime::ZERO,
                     trains: 0,
                     napi_scheduled: false,
+                    rfs: false,
                     rx_pkts: 0,
                     rx_bytes: 0,
                     tx_pkts: 0,
@@ -269,6 +273,8 @@ impl Sim {
                 flows: Vec::new(),
                 sent: Vec::new(),
                 done: Vec::new(),
+                app_cpus: Vec::new(),
+                rfs: false,
             })
             .collect();
         let end = SimTime(sc.duration_ms * MS);
@@ -296,11 +302,13 @@ impl Sim {
             migrations_at_warmup: 0,
             smt_siblings: Vec::new(),
             gsim: crate::gsim::Gsim::new(sc.gsim.clone(), ncpu),
+            cpu_llc: Vec::new(),
             scratch_served: Vec::new(),
             scratch_lat: Vec::new(),
             sc,
         };
         sim.default_affinity = sim.topo.online.clone();
+        sim.init_apps()?;
         crate::placement::prepare(&mut sim)?;
         sim.start_workloads();
         if sim.sc.warmup_ms > 0 {
@@ -619,7 +627,11 @@ impl Sim {
         let nq = &self.nq[q as usize];
         let rx = nq.rx.landed_up_to(now, self.k.napi_weight);
         let tx = nq.tx.landed(now);
-        let mut per_pkt = rx as f64 * self.k.rx_pkt + tx as f64 * self.k.tx_done;
+        // Under RFS the stack of steered packets runs on their application's CPU.
+        let steered = self.rfs_steered(q as usize, rx);
+        let mut per_pkt = (rx - steered) as f64 * self.k.rx_pkt
+            + steered as f64 * self.k.rx_driver
+            + tx as f64 * self.k.tx_done;
         if self.cpu_node[cpu] != self.nics[nq.nic as usize].node {
             per_pkt *= self.k.remote_packet_factor;
         }
@@ -704,7 +716,7 @@ impl Sim {
                     acks += 1;
                     self.flow_consumed(wl, id, sent)
                 }
-                _ => self.push_app(
+                _ => self.serve(
                     cpu,
                     AppWork::Serve {
                         wl,
@@ -783,14 +795,7 @@ impl Sim {
 
     // ----- application --------------------------------------------------------------------
 
-    fn push_app(&mut self, cpu: usize, w: AppWork) {
-        self.cpus[cpu].app_queue.push_back(w);
-        if self.cpus[cpu].app.is_none() {
-            self.start_app(cpu);
-        }
-    }
-
-    fn app_cost(&mut self, w: &AppWork) -> u64 {
+    pub(crate) fn app_cost(&mut self, w: &AppWork) -> u64 {
         match *w {
             AppWork::Serve { wl, .. } => match &self.sc.workload[wl as usize] {
                 WorkloadCfg::Poisson {
@@ -810,15 +815,8 @@ impl Sim {
         }
     }
 
-    fn start_app(&mut self, cpu: usize) {
-        let now = self.now;
-        let Some(w) = self.cpus[cpu].app_queue.pop_front() else {
-            return;
-        };
-        let cost = self.app_cost(&w);
-        let c = &self.cpus[cpu];
-        let busy_until = c.soft.map_or(c.hard_until, |s| s.end.max(c.hard_until));
-        let start = now.max(busy_until);
+    /// Runs application work of `cost` on `cpu` from `start`.
+    pub(crate) fn start_app_job(&mut self, cpu: usize, start: SimTime, cost: u64, w: AppWork) {
         let cost = self.smt_scaled(cpu, start, cost);
         let c = &mut self.cpus[cpu];
         let job = Job {

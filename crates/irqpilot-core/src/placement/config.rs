@@ -68,10 +68,12 @@ pub struct PlacementConfig {
     /// Pins: IRQs (by number, device or name glob) restricted to a CPU set.
     pub pin: Vec<Pin>,
     /// Where the applications that consume a device's traffic run. The device's queue IRQs
-    /// then prefer the CPUs that share a last-level cache with those (the cost of leaving that
-    /// set is `numa_penalty`) rather than the device's NUMA-local CPUs: a softirq on another
-    /// cache than the thread it wakes adds a wake-up IPI and cache-line transfers, on another
-    /// socket up to 2x throughput loss (costmodel.md 2.7).
+    /// then prefer the other CPUs that share a last-level cache with those (the cost of leaving
+    /// that set is `numa_penalty`) rather than the device's NUMA-local CPUs: a softirq on
+    /// another cache than the thread it wakes adds a wake-up IPI and cache-line transfers, on
+    /// another socket up to 2x throughput loss; on the application's own CPUs it preempts the
+    /// application (costmodel.md 2.7). An application whose CPUs fill their caches leaves its
+    /// device's IRQs near the device.
     pub applications: Vec<Application>,
 }
 

@@ -202,12 +202,18 @@ impl Model {
             (Option<&PciAddr>, Option<NodeId>, Option<usize>),
             Option<u32>,
         > = BTreeMap::new();
-        // Each application's neighbourhood: the CPUs sharing a last-level cache with it.
+        // Each application's neighbourhood: the CPUs sharing a last-level cache with it, less
+        // its own (interrupt work there preempts the application, costmodel.md 2.7). An
+        // application that fills its caches leaves its IRQs near their device.
         let near_app: Vec<CpuSet> = b
             .cfg
             .applications
             .iter()
-            .map(|a| near_cpus(topo, &a.cpus).intersection(b.allowed))
+            .map(|a| {
+                near_cpus(topo, &a.cpus)
+                    .difference(&a.cpus)
+                    .intersection(b.allowed)
+            })
             .collect();
         let mut irqs = Vec::with_capacity(machine.irqs.len());
         for (k, irq) in machine.irqs.values().enumerate() {

@@ -492,23 +492,28 @@ fn queues_follow_their_application_across_nodes() {
         rows,
         ..Rates::default()
     };
-    let node_of = |cfg: &PlacementConfig| -> Vec<u32> {
+    let placed = |cfg: &PlacementConfig| -> Vec<CpuId> {
         let d = decide(cfg, &Learned::default(), &input(&m, Some(&r)));
-        d.heavy
-            .iter()
-            .map(|h| topo.package_key(h.cpu.unwrap()))
-            .collect()
+        d.heavy.iter().map(|h| h.cpu.unwrap()).collect()
+    };
+    let node_of = |cfg: &PlacementConfig| -> Vec<u32> {
+        placed(cfg).iter().map(|c| topo.package_key(*c)).collect()
     };
     assert_eq!(node_of(&PlacementConfig::default()), vec![1, 1]);
-    let app = |device: &str| PlacementConfig {
+    let app = |device: &str, cpus: &str| PlacementConfig {
         applications: vec![Application {
             device: device.into(),
-            cpus: CpuSet::parse_list("0-1").unwrap(),
+            cpus: CpuSet::parse_list(cpus).unwrap(),
         }],
         ..PlacementConfig::default()
     };
-    assert_eq!(node_of(&app("eth0")), vec![0, 0]);
-    assert_eq!(node_of(&app("eth1")), vec![1, 1]);
+    // Next to the application (CPUs 2-3 share its cache), not on it.
+    let mut near = placed(&app("eth0", "0-1"));
+    near.sort_unstable();
+    assert_eq!(near, vec![CpuId(2), CpuId(3)]);
+    assert_eq!(node_of(&app("eth1", "0-1")), vec![1, 1]);
+    // An application on every CPU of its cache: the IRQs stay near the device.
+    assert_eq!(node_of(&app("eth0", "0-3")), vec![1, 1]);
     let bad = PlacementConfig {
         applications: vec![Application {
             device: "eth0".into(),
