@@ -60,8 +60,8 @@ impl Sim {
             let Some((nic, Some(list), steering)) = app_settings(&self.sc.workload[wi]) else {
                 continue;
             };
-            let cpus = app_cpu_set(list, &self.topo.online)
-                .map_err(|e| format!("workload.{wi}.{e}"))?;
+            let cpus =
+                app_cpu_set(list, &self.topo.online).map_err(|e| format!("workload.{wi}.{e}"))?;
             self.wls[wi].app_cpus = cpus.iter().map(|c| c.0).collect();
             self.wls[wi].rfs = steering == Steering::Rfs;
             if steering == Steering::Rfs {

@@ -516,7 +516,8 @@ pub enum WorkloadCfg {
         service_us: f64,
         /// Service times exponentially distributed (an M/M/1 server) instead of fixed.
         #[serde(default)]
-        exponential_service: bool,        /// CPUs the server's threads are pinned to (a CPU list, `taskset -c`); each client's
+        exponential_service: bool,
+        /// CPUs the server's threads are pinned to (a CPU list, `taskset -c`); each client's
         /// connection belongs to one of them (client number modulo their count). Absent: a
         /// request is served on the CPU whose softirq received it.
         #[serde(default)]
@@ -560,7 +561,8 @@ pub enum WorkloadCfg {
         /// Steer every client to this queue of the NIC (an n-tuple flow-steering rule,
         /// `ethtool -N ... action Q`) instead of spreading them by RSS.
         #[serde(default)]
-        queue: Option<u32>,        /// CPUs the server's threads are pinned to (a CPU list, `taskset -c`); each client's
+        queue: Option<u32>,
+        /// CPUs the server's threads are pinned to (a CPU list, `taskset -c`); each client's
         /// connection belongs to one of them (client number modulo their count). Absent: a
         /// request is served on the CPU whose softirq received it.
         #[serde(default)]

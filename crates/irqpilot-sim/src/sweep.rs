@@ -96,7 +96,10 @@ mod tests {
         seen.sort_unstable();
         assert_eq!(seen, vec![0, 1, 2, 3]);
         assert_eq!(serial, parallel);
-        assert_ne!(serial[1], serial[3], "different settings, different reports");
+        assert_ne!(
+            serial[1], serial[3],
+            "different settings, different reports"
+        );
         assert!(run_all(Vec::new(), 2, |_| {}).is_empty());
     }
 }

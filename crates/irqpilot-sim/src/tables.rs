@@ -2,9 +2,9 @@
 //! (`irqpilot sim --table published|moderation|placement`). Every row is a scenario run; the published
 //! figure and its source sit next to the twin's.
 
+use crate::config::Scenario;
 use crate::report::Report;
 use crate::runner::run_scenario;
-use crate::config::Scenario;
 use crate::scenarios::builtin;
 use std::collections::HashMap;
 use std::fmt::Write;

@@ -43,7 +43,12 @@ fn requests_are_served_on_the_application_cpus() {
     let mut plain = builtin("numa-remote-2node").unwrap().unwrap();
     plain.duration_ms = 300;
     plain.warmup_ms = 100;
-    assert!(run_scenario(plain, |_| {}).unwrap().remote_wakeups_per_sec.is_none());
+    assert!(
+        run_scenario(plain, |_| {})
+            .unwrap()
+            .remote_wakeups_per_sec
+            .is_none()
+    );
 }
 
 /// Crossing sockets costs more than crossing cores of one socket, and a thread on the very CPU
@@ -51,9 +56,20 @@ fn requests_are_served_on_the_application_cpus() {
 #[test]
 fn cross_socket_wakeups_cost_more_than_same_socket() {
     // IRQs on 4-7 (node 1): threads on node 0, on node 1 beside them, on the IRQ CPUs.
-    let remote = run("app-pinned-2node-lowload", &[("workload.0.app_cpus", "0-1")]);
-    let local = run("app-pinned-2node-lowload", &[("workload.0.app_cpus", "4-5")]);
-    assert!(p50(&remote) > p50(&local) + 0.5, "{} vs {}", p50(&remote), p50(&local));
+    let remote = run(
+        "app-pinned-2node-lowload",
+        &[("workload.0.app_cpus", "0-1")],
+    );
+    let local = run(
+        "app-pinned-2node-lowload",
+        &[("workload.0.app_cpus", "4-5")],
+    );
+    assert!(
+        p50(&remote) > p50(&local) + 0.5,
+        "{} vs {}",
+        p50(&remote),
+        p50(&local)
+    );
     // No wake-up latency and no cache cost at all when every cost is zero: the same latency.
     let free = [
         ("costs.wakeup_ipi_us", "0"),
@@ -68,7 +84,12 @@ fn cross_socket_wakeups_cost_more_than_same_socket() {
         run("app-pinned-2node-lowload", &a),
         run("app-pinned-2node-lowload", &b),
     );
-    assert!((p50(&a) - p50(&b)).abs() < 0.3, "{} vs {}", p50(&a), p50(&b));
+    assert!(
+        (p50(&a) - p50(&b)).abs() < 0.3,
+        "{} vs {}",
+        p50(&a),
+        p50(&b)
+    );
 }
 
 /// RFS moves the stack to the thread's CPU: the IRQ CPUs' softirq time falls, the application
@@ -79,7 +100,12 @@ fn rfs_moves_the_stack_to_the_application_cpu() {
     let rfs = run("app-pinned-2node", &[("workload.0.steering", "rfs")]);
     let soft = |r: &Report| r.per_cpu.iter().map(|c| c.softirq_pct).sum::<f64>();
     let per_req = |r: &Report| soft(r) / tps(r);
-    assert!(per_req(&rfs) < 0.85 * per_req(&none), "{} vs {}", per_req(&rfs), per_req(&none));
+    assert!(
+        per_req(&rfs) < 0.85 * per_req(&none),
+        "{} vs {}",
+        per_req(&rfs),
+        per_req(&none)
+    );
     assert!(tps(&rfs) > tps(&none), "{} vs {}", tps(&rfs), tps(&none));
 }
 
@@ -90,8 +116,18 @@ fn placement_near_the_application_wins() {
     let none = run("app-pinned-2node", &[("placement", "none")]);
     let stat = run("app-pinned-2node", &[("placement", "static")]);
     let ours = run("app-pinned-2node", &[("placement", "irqpilot")]);
-    assert!(tps(&ours) > 1.1 * tps(&none), "{} vs {}", tps(&ours), tps(&none));
-    assert!(tps(&ours) > 1.1 * tps(&stat), "{} vs {}", tps(&ours), tps(&stat));
+    assert!(
+        tps(&ours) > 1.1 * tps(&none),
+        "{} vs {}",
+        tps(&ours),
+        tps(&none)
+    );
+    assert!(
+        tps(&ours) > 1.1 * tps(&stat),
+        "{} vs {}",
+        tps(&ours),
+        tps(&stat)
+    );
     assert!(p50(&ours) < p50(&none));
     let irqs_on = |r: &Report, cpus: std::ops::Range<u32>| -> f64 {
         r.per_cpu

@@ -103,6 +103,10 @@ pub struct SimArgs {
     /// List the built-in scenarios.
     #[arg(long, conflicts_with_all = ["scenario", "table"])]
     pub list: bool,
+    /// Print the reference of every scenario key (Markdown: key, default, meaning), generated
+    /// from the schema.
+    #[arg(long, conflicts_with_all = ["scenario", "table", "list"])]
+    pub keys: bool,
     /// Seed of every random stream (same seed, same bytes).
     #[arg(long)]
     pub seed: Option<u64>,

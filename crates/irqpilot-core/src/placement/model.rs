@@ -198,10 +198,8 @@ impl Model {
         let mut devices: BTreeMap<&PciAddr, u32> = BTreeMap::new();
         let mut locals: Vec<CpuSet> = Vec::new();
         // Local sets by device, else by node: computed once, not per IRQ.
-        let mut local_of: BTreeMap<
-            (Option<&PciAddr>, Option<NodeId>, Option<usize>),
-            Option<u32>,
-        > = BTreeMap::new();
+        let mut local_of: BTreeMap<(Option<&PciAddr>, Option<NodeId>, Option<usize>), Option<u32>> =
+            BTreeMap::new();
         // Each application's neighbourhood: the CPUs sharing a last-level cache with it, less
         // its own (interrupt work there preempts the application, costmodel.md 2.7). An
         // application that fills its caches leaves its IRQs near their device.
@@ -223,9 +221,10 @@ impl Model {
             // A queue whose consumer runs elsewhere prefers the consumer's neighbourhood.
             let app = is_data_queue(irq)
                 .then(|| {
-                    b.cfg.applications.iter().position(|a| {
-                        super::constraints::device_selects(&a.device, irq, machine)
-                    })
+                    b.cfg
+                        .applications
+                        .iter()
+                        .position(|a| super::constraints::device_selects(&a.device, irq, machine))
                 })
                 .flatten()
                 .filter(|&i| !near_app[i].is_empty());

@@ -521,5 +521,10 @@ fn queues_follow_their_application_across_nodes() {
         }],
         ..PlacementConfig::default()
     };
-    assert!(bad.validate().unwrap_err().to_string().contains("applications[0]"));
+    assert!(
+        bad.validate()
+            .unwrap_err()
+            .to_string()
+            .contains("applications[0]")
+    );
 }

@@ -26,6 +26,11 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
     if args.list {
         return list(settings, &mut out);
     }
+    if args.keys {
+        let table = irqpilot_sim::keys::reference_table().map_err(anyhow::Error::msg)?;
+        out.write_all(table.as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(name) = &args.table {
         let progress = settings.format == Format::Table && std::io::stderr().is_terminal();
         let text = tables::table_with_jobs(name, jobs(args), |row| {
