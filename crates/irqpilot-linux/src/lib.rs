@@ -27,6 +27,7 @@
 
 #![warn(missing_docs)]
 
+pub mod apps;
 pub mod capture;
 pub mod channels;
 pub mod error;

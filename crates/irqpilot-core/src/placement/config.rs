@@ -77,15 +77,20 @@ pub struct PlacementConfig {
     pub applications: Vec<Application>,
 }
 
-/// The CPUs the threads consuming a device's traffic run on (their affinity, as
-/// `Cpus_allowed_list` in `/proc/PID/status` shows it, or configured).
+/// The CPUs the threads consuming a device's traffic run on: configured (`cpus`), or read from
+/// the running process (`process`: the union of its threads' `Cpus_allowed_list` in
+/// `/proc/PID/task/TID/status`). Exactly one of the two is given.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Application {
     /// The device: PCI address, network interface (`eth0`) or NVMe controller (`nvme0`).
     pub device: String,
-    /// The application's CPUs.
+    /// The application's CPUs (filled from `process` when that is given).
+    #[serde(default, skip_serializing_if = "CpuSet::is_empty")]
     pub cpus: CpuSet,
+    /// The process name, as `/proc/PID/comm` shows it (`nginx`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<String>,
 }
 
 /// Restricts matching IRQs to `cpus` (intersected with the housekeeping CPUs: a pin never
@@ -280,8 +285,10 @@ impl PlacementConfig {
         for (index, a) in self.applications.iter().enumerate() {
             let why = if a.device.trim().is_empty() {
                 "device is empty"
-            } else if a.cpus.is_empty() {
-                "cpus is empty"
+            } else if a.cpus.is_empty() == a.process.is_none() {
+                "give exactly one of cpus (not empty) and process"
+            } else if a.process.as_deref().is_some_and(|p| p.trim().is_empty()) {
+                "process is empty"
             } else {
                 continue;
             };

@@ -504,6 +504,7 @@ fn queues_follow_their_application_across_nodes() {
         applications: vec![Application {
             device: device.into(),
             cpus: CpuSet::parse_list(cpus).unwrap(),
+            process: None,
         }],
         ..PlacementConfig::default()
     };
@@ -518,6 +519,7 @@ fn queues_follow_their_application_across_nodes() {
         applications: vec![Application {
             device: "eth0".into(),
             cpus: CpuSet::new(),
+            process: None,
         }],
         ..PlacementConfig::default()
     };

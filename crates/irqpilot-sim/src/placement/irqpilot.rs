@@ -93,6 +93,7 @@ fn applications(sc: &Scenario) -> Vec<irqpilot_core::placement::Application> {
             Some(irqpilot_core::placement::Application {
                 device: nic.to_string(),
                 cpus,
+                process: None,
             })
         })
         .collect()
