@@ -17,9 +17,10 @@ use crate::time::{SimTime, US};
 /// Buckets in the sliding rate window.
 const BUCKETS: usize = 8;
 
-/// Platform state.
+/// The platform's MSI delivery state (named apart from the `irqpilot_core::Platform` trait,
+/// which the twin implements as `SimPlatform`).
 #[derive(Clone, Debug)]
-pub(crate) struct Platform {
+pub(crate) struct MsiPlatform {
     knee: f64,
     gamma: f64,
     min_eff: f64,
@@ -38,10 +39,10 @@ pub(crate) struct Platform {
     pub msis: u64,
 }
 
-impl Platform {
-    pub(crate) fn new(cfg: &PlatformCfg) -> Platform {
+impl MsiPlatform {
+    pub(crate) fn new(cfg: &PlatformCfg) -> MsiPlatform {
         let window_ns = (cfg.rate_window_us * US as f64).max(BUCKETS as f64) as u64;
-        Platform {
+        MsiPlatform {
             knee: cfg.knee_per_sec().max(1.0),
             gamma: cfg.gamma.max(0.0),
             min_eff: cfg.min_efficiency.clamp(0.001, 1.0),
@@ -135,7 +136,7 @@ mod tests {
             kind,
             ..PlatformCfg::default()
         };
-        let mut p = Platform::new(&cfg);
+        let mut p = MsiPlatform::new(&cfg);
         let gap = (1e9 / rate) as u64;
         let mut t = SimTime::ZERO;
         for _ in 0..(rate as u64 / 100).max(1000) {

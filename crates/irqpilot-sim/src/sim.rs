@@ -16,7 +16,7 @@ use crate::cq::{Cq, HwMod, NO_TAG};
 use crate::engine::EventQueue;
 use crate::metrics::{Metrics, SeriesPoint};
 use crate::model::*;
-use crate::platform::Platform;
+use crate::platform::MsiPlatform;
 use crate::rng::Stream;
 use crate::time::{MS, SEC, SimTime, us_to_ns};
 use irqpilot_core::moderation::{aim, dim};
@@ -44,7 +44,7 @@ pub struct Sim {
     pub(crate) drives: Vec<Drive>,
     pub(crate) vq: Vec<NvmeQueue>,
     pub(crate) wls: Vec<WlState>,
-    pub(crate) plat: Platform,
+    pub(crate) plat: MsiPlatform,
     pub(crate) m: Metrics,
     pub(crate) end: SimTime,
     /// `/proc/irq/default_smp_affinity`.
@@ -286,7 +286,7 @@ impl Sim {
                 .map(|c| topo.node_of(irqpilot_core::CpuId(c)).map_or(0, |n| n.0))
                 .collect(),
             cpus: vec![Cpu::default(); ncpu],
-            plat: Platform::new(&sc.platform),
+            plat: MsiPlatform::new(&sc.platform),
             k,
             topo,
             srcs,
