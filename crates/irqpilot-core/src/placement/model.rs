@@ -120,6 +120,10 @@ fn is_data_queue(irq: &Irq) -> bool {
     })
 }
 
+/// What an IRQ's preferred CPUs depend on: its device, its node, the application it feeds
+/// (an index into `applications`).
+type LocalKey<'a> = (Option<&'a PciAddr>, Option<NodeId>, Option<usize>);
+
 /// The CPUs sharing a last-level cache with any of `cpus` (the CPUs themselves where the cache
 /// is unknown).
 fn near_cpus(topo: &crate::topology::Topology, cpus: &CpuSet) -> CpuSet {
@@ -198,8 +202,7 @@ impl Model {
         let mut devices: BTreeMap<&PciAddr, u32> = BTreeMap::new();
         let mut locals: Vec<CpuSet> = Vec::new();
         // Local sets by device, else by node: computed once, not per IRQ.
-        let mut local_of: BTreeMap<(Option<&PciAddr>, Option<NodeId>, Option<usize>), Option<u32>> =
-            BTreeMap::new();
+        let mut local_of: BTreeMap<LocalKey<'_>, Option<u32>> = BTreeMap::new();
         // Each application's neighbourhood: the CPUs sharing a last-level cache with it, less
         // its own (interrupt work there preempts the application, costmodel.md 2.7). An
         // application that fills its caches leaves its IRQs near their device.
