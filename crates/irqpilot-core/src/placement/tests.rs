@@ -12,6 +12,27 @@ use crate::snapshot::RowLabel;
 use crate::topology::Topology;
 use proptest::prelude::*;
 
+/// Per-CPU rates with no interrupts yet.
+fn idle_cpus(cpus: &[CpuId]) -> Vec<CpuRate> {
+    cpus.iter()
+        .map(|&cpu| CpuRate {
+            cpu,
+            irq_per_sec: 0.0,
+            arch_per_sec: 0.0,
+            hardirq_pct: None,
+            softirq_pct: None,
+        })
+        .collect()
+}
+
+/// Hardirq time at 10 us per interrupt, no softirq time.
+fn account_10us(per_cpu: &mut [CpuRate]) {
+    for c in per_cpu {
+        c.hardirq_pct = Some(c.irq_per_sec * 1e-5 * 100.0);
+        c.softirq_pct = Some(0.0);
+    }
+}
+
 /// A machine with `n` IRQs at random CPUs (single-CPU masks) and random rates, time-accounted
 /// at 10 us per interrupt.
 fn random_machine(packages: u32, cores: u32, threads: u32, n: u32, seed: u64) -> (Machine, Rates) {
@@ -28,16 +49,7 @@ fn random_machine(packages: u32, cores: u32, threads: u32, n: u32, seed: u64) ->
         topology: topo,
         ..Machine::default()
     };
-    let mut per_cpu: Vec<CpuRate> = cpus
-        .iter()
-        .map(|&cpu| CpuRate {
-            cpu,
-            irq_per_sec: 0.0,
-            arch_per_sec: 0.0,
-            hardirq_pct: None,
-            softirq_pct: None,
-        })
-        .collect();
+    let mut per_cpu = idle_cpus(&cpus);
     let mut rows = Vec::new();
     for k in 0..n {
         let j = (next() % cpus.len() as u64) as usize;
@@ -57,10 +69,7 @@ fn random_machine(packages: u32, cores: u32, threads: u32, n: u32, seed: u64) ->
             wraps: 0,
         });
     }
-    for c in &mut per_cpu {
-        c.hardirq_pct = Some(c.irq_per_sec * 1e-5 * 100.0);
-        c.softirq_pct = Some(0.0);
-    }
+    account_10us(&mut per_cpu);
     let rates = Rates {
         cpus,
         per_cpu,
@@ -447,16 +456,7 @@ fn queues_follow_their_application_across_nodes() {
         ..Machine::default()
     };
     let cpus: Vec<CpuId> = topo.online.iter().collect();
-    let mut per_cpu: Vec<CpuRate> = cpus
-        .iter()
-        .map(|&cpu| CpuRate {
-            cpu,
-            irq_per_sec: 0.0,
-            arch_per_sec: 0.0,
-            hardirq_pct: None,
-            softirq_pct: None,
-        })
-        .collect();
+    let mut per_cpu = idle_cpus(&cpus);
     let mut rows = Vec::new();
     for k in 0..2u32 {
         let at = CpuId(4 + k);
@@ -482,10 +482,7 @@ fn queues_follow_their_application_across_nodes() {
             wraps: 0,
         });
     }
-    for c in &mut per_cpu {
-        c.hardirq_pct = Some(c.irq_per_sec * 1e-5 * 100.0);
-        c.softirq_pct = Some(0.0);
-    }
+    account_10us(&mut per_cpu);
     let r = Rates {
         cpus: cpus.clone(),
         per_cpu,
