@@ -253,20 +253,19 @@ pub fn findings(m: &Machine, rates: Option<&Rates>, cfg: &FindingsConfig) -> Vec
     }
     let isolated = m.isolation.isolated_cpus();
 
-    // Measured rate of each IRQ: total and per CPU.
-    let mut measured: HashMap<IrqNum, (f64, Vec<(CpuId, f64)>)> = HashMap::new();
+    // Measured rate of each IRQ: total, and per CPU aligned with `cpus` (borrowed: a report
+    // checks findings hundreds of times on machines with thousands of IRQ x CPU cells).
+    let cpus: &[CpuId] = rates.map_or(&[], |r| &r.cpus);
+    let mut measured: HashMap<IrqNum, (f64, &[f64])> = HashMap::new();
     if let Some(r) = rates {
         for row in &r.rows {
             if let RowLabel::Irq(n) = row.label {
-                let per: Vec<(CpuId, f64)> = r
-                    .cpus
-                    .iter()
-                    .copied()
-                    .zip(row.per_cpu_per_sec.iter().copied())
-                    .collect();
-                measured.insert(n, (row.total_per_sec, per));
+                measured.insert(n, (row.total_per_sec, &row.per_cpu_per_sec));
             }
         }
+    }
+    fn per_cpu<'a>(cpus: &'a [CpuId], per: &'a [f64]) -> impl Iterator<Item = (CpuId, f64)> + 'a {
+        cpus.iter().copied().zip(per.iter().copied())
     }
 
     // Heavy IRQs sharing a CPU (needs measurements).
@@ -286,7 +285,7 @@ pub fn findings(m: &Machine, rates: Option<&Rates>, cfg: &FindingsConfig) -> Vec
                 continue;
             }
             // Attribute to the CPU that took most of it in the interval.
-            if let Some((cpu, _)) = per.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1)) {
+            if let Some((cpu, _)) = per_cpu(cpus, per).max_by(|a, b| a.1.total_cmp(&b.1)) {
                 heavy_on.entry(cpu).or_default().push((irq.irq, *total));
             }
         }
@@ -309,7 +308,7 @@ pub fn findings(m: &Machine, rates: Option<&Rates>, cfg: &FindingsConfig) -> Vec
     }
 
     for irq in m.irqs.values() {
-        let name = irq.name();
+        let name = || irq.name();
         if irq.is_device() && !isolated.is_empty() {
             let configured = irq
                 .delivered_to()
@@ -318,9 +317,8 @@ pub fn findings(m: &Machine, rates: Option<&Rates>, cfg: &FindingsConfig) -> Vec
             let mut hit = configured.clone();
             let mut rate = None;
             if let Some((_, per)) = measured.get(&irq.irq) {
-                let on_iso: Vec<&(CpuId, f64)> = per
-                    .iter()
-                    .filter(|(c, r)| isolated.contains(*c) && *r > 0.0)
+                let on_iso: Vec<(CpuId, f64)> = per_cpu(cpus, per)
+                    .filter(|(c, r)| *r > 0.0 && isolated.contains(*c))
                     .collect();
                 if !on_iso.is_empty() {
                     rate = Some(on_iso.iter().map(|(_, r)| r).sum());
@@ -330,7 +328,7 @@ pub fn findings(m: &Machine, rates: Option<&Rates>, cfg: &FindingsConfig) -> Vec
             if !hit.is_empty() {
                 out.push(Finding::DeviceIrqOnIsolatedCpu {
                     irq: irq.irq,
-                    name: name.clone(),
+                    name: name(),
                     cpus: hit,
                     rate_per_sec: rate,
                     managed: irq.managed,
@@ -345,7 +343,7 @@ pub fn findings(m: &Machine, rates: Option<&Rates>, cfg: &FindingsConfig) -> Vec
                     if cpu_node != dev_node && m.topology.nodes.len() > 1 {
                         out.push(Finding::RemoteNumaIrq {
                             irq: irq.irq,
-                            name: name.clone(),
+                            name: name(),
                             device_node: dev_node,
                             cpu,
                             cpu_node,

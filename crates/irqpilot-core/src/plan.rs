@@ -244,6 +244,35 @@ pub enum ApplyError {
     },
 }
 
+impl ApplyError {
+    /// Every kind's stable name ([`ApplyError::kind_name`]), in declaration order.
+    pub const KIND_NAMES: &'static [&'static str] = &[
+        "vanished",
+        "permission-denied",
+        "managed",
+        "no-vector-space",
+        "invalid",
+        "unsupported",
+        "not-taken",
+        "other",
+    ];
+
+    /// A stable name for the kind of refusal, for counts in reports and metric labels.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            ApplyError::Vanished => "vanished",
+            ApplyError::PermissionDenied => "permission-denied",
+            ApplyError::Managed => "managed",
+            ApplyError::NoVectorSpace => "no-vector-space",
+            ApplyError::Invalid => "invalid",
+            ApplyError::Unsupported => "unsupported",
+            ApplyError::NotTaken { .. } => "not-taken",
+            ApplyError::LeftAlone { .. } => "left-alone",
+            ApplyError::Other { .. } => "other",
+        }
+    }
+}
+
 /// What happened to one action.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Outcome {
@@ -263,6 +292,24 @@ pub struct ApplyReport {
 }
 
 impl ApplyReport {
+    /// Every action of `plan` refused with `message` (a platform that cannot change anything:
+    /// a recording, a synthetic machine).
+    pub fn refuse_all(plan: &Plan, message: &str) -> ApplyReport {
+        ApplyReport {
+            outcomes: plan
+                .actions
+                .iter()
+                .map(|a| Outcome {
+                    action: a.clone(),
+                    old: None,
+                    result: Err(ApplyError::Other {
+                        message: message.to_string(),
+                    }),
+                })
+                .collect(),
+        }
+    }
+
     /// Number of refused actions.
     pub fn failures(&self) -> usize {
         self.outcomes.iter().filter(|o| o.result.is_err()).count()
@@ -280,6 +327,26 @@ impl ApplyReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_refusal_kind_is_named_once() {
+        let all = [
+            ApplyError::Vanished,
+            ApplyError::PermissionDenied,
+            ApplyError::Managed,
+            ApplyError::NoVectorSpace,
+            ApplyError::Invalid,
+            ApplyError::Unsupported,
+            ApplyError::NotTaken {
+                readback: String::new(),
+            },
+            ApplyError::Other {
+                message: String::new(),
+            },
+        ];
+        let names: Vec<&str> = all.iter().map(ApplyError::kind_name).collect();
+        assert_eq!(names, ApplyError::KIND_NAMES);
+    }
 
     #[test]
     fn a_coalescing_action_reads_like_ethtool() {

@@ -254,6 +254,17 @@ impl InterruptTable {
         self.rows.iter().find(|r| r.label == RowLabel::Irq(irq))
     }
 
+    /// Every row's counts, concatenated in row order (recordings diff and restore them in one
+    /// pass; [`InterruptTable::counts`] gives one row's slice of it).
+    pub fn all_counts(&self) -> &[u64] {
+        &self.counts
+    }
+
+    /// Mutable [`InterruptTable::all_counts`].
+    pub fn all_counts_mut(&mut self) -> &mut [u64] {
+        &mut self.counts
+    }
+
     /// Mutable access to a row's counts (simulator and tests update counters in place).
     pub fn counts_mut(&mut self, index: usize) -> Option<&mut [u64]> {
         let r = self.rows.get(index)?.counts.clone();

@@ -162,6 +162,30 @@ fn set_channels(
     ethtool(io, ifname, &mut ch)
 }
 
+/// The counts to ask `ifname`'s driver for, in the kinds of channel it has (`old`, its
+/// `ethtool -l`). A NIC whose queues are separate RX and TX IRQs need not have RX-only and
+/// TX-only channels: virtio_net names its IRQs `input.N` / `output.N` but offers only combined
+/// channels, and refuses an RX or TX count with EINVAL. There, a cut asked as RX/TX is a
+/// combined count; the converse holds for drivers with RX/TX channels only.
+pub fn fit_to_driver(
+    old: &EthtoolChannels,
+    combined: Option<u32>,
+    rx: Option<u32>,
+    tx: Option<u32>,
+) -> (Option<u32>, Option<u32>, Option<u32>) {
+    let only_combined = old.max_combined > 0 && old.max_rx == 0 && old.max_tx == 0;
+    let no_combined = old.max_combined == 0 && (old.max_rx > 0 || old.max_tx > 0);
+    match (combined, rx.max(tx)) {
+        (None, Some(n)) if only_combined => (Some(n), None, None),
+        (Some(n), None) if no_combined => (
+            None,
+            (old.max_rx > 0).then_some(n),
+            (old.max_tx > 0).then_some(n),
+        ),
+        _ => (combined, rx, tx),
+    }
+}
+
 /// The Linux platform's `SetChannels`: `ETHTOOL_SCHANNELS` through `io` with the old counts
 /// kept for the journal, then `ETHTOOL_GCHANNELS` again to check the driver kept the new
 /// counts. `io` is `None` where the root has no live interfaces (a fixture or an exported
@@ -195,6 +219,7 @@ pub fn apply_channels(
         Err(e) => return (None, Err(refusal(&e))),
     };
     let old_text = Some(old.counts_text());
+    let (combined, rx, tx) = fit_to_driver(&old, combined, rx, tx);
     let held = |c: &EthtoolChannels| {
         combined.is_none_or(|n| n == c.combined_count)
             && rx.is_none_or(|n| n == c.rx_count)
@@ -232,6 +257,48 @@ mod tests {
         assert_eq!(offset_of!(EthtoolChannels, rx_count), 20);
         assert_eq!(offset_of!(EthtoolChannels, combined_count), 32);
         assert_eq!(size_of::<EthtoolChannels>(), CHANNELS_LEN);
+    }
+
+    #[test]
+    fn a_cut_is_asked_in_the_channel_kinds_the_driver_has() {
+        // virtio_net: rx/tx IRQs, combined channels only (ethtool -l: Combined 4, RX/TX n/a).
+        let virtio = EthtoolChannels {
+            max_combined: 4,
+            combined_count: 4,
+            ..Default::default()
+        };
+        assert_eq!(
+            fit_to_driver(&virtio, None, Some(2), Some(2)),
+            (Some(2), None, None)
+        );
+        // Restoring the journaled counts (combined=4 rx=0 tx=0) stays as recorded.
+        assert_eq!(
+            fit_to_driver(&virtio, Some(4), Some(0), Some(0)),
+            (Some(4), Some(0), Some(0))
+        );
+        // A driver with RX/TX channels only gets RX/TX counts for a combined cut.
+        let split = EthtoolChannels {
+            max_rx: 16,
+            max_tx: 16,
+            rx_count: 16,
+            tx_count: 16,
+            ..Default::default()
+        };
+        assert_eq!(
+            fit_to_driver(&split, Some(4), None, None),
+            (None, Some(4), Some(4))
+        );
+        // Drivers with both kinds get what was asked.
+        let both = EthtoolChannels {
+            max_rx: 8,
+            max_tx: 8,
+            max_combined: 8,
+            ..Default::default()
+        };
+        assert_eq!(
+            fit_to_driver(&both, None, Some(2), Some(2)),
+            (None, Some(2), Some(2))
+        );
     }
 
     #[test]
@@ -322,6 +389,14 @@ mod tests {
         // Already so: nothing written.
         let (_, r) = apply_channels(&root, Some(&mut io), "eth0", Some(8), None, None);
         assert_eq!(r, Ok(false));
+        // A cut planned as RX/TX on a driver with combined channels only (virtio_net) is its
+        // combined count.
+        let (_, r) = apply_channels(&root, Some(&mut io), "eth0", None, Some(6), Some(6));
+        assert_eq!(r, Ok(true));
+        let now = get_channels(&mut fake, "eth0").unwrap();
+        assert_eq!((now.combined_count, now.rx_count, now.tx_count), (6, 0, 0));
+        let (_, r) = apply_channels(&root, Some(&mut io), "eth0", Some(8), None, None);
+        assert_eq!(r, Ok(true));
         // Refused by the driver; a device that is not there.
         let (_, r) = apply_channels(&root, Some(&mut io), "eth1", Some(8), None, None);
         assert_eq!(r, Err(ApplyError::Unsupported));

@@ -26,6 +26,9 @@
 //! and the same bytes. Per-CPU IRQ counts stay below 2^32, as the kernel's `unsigned int` does.
 
 mod counters;
+mod moving;
+
+pub use moving::MovingServer;
 
 use crate::format::cmdline;
 use irqpilot_core::{
@@ -52,6 +55,7 @@ const NR_IRQS: u32 = 24 + 8 * 256 + 16 * 24;
 const HZ: u64 = 100;
 
 /// Knuth's MMIX linear congruential generator: deterministic and dependency-free.
+#[derive(Debug, Clone)]
 struct Lcg(u64);
 
 impl Lcg {

@@ -36,6 +36,8 @@ mod irqs;
 mod isolation;
 mod topology;
 
+pub use irqs::irq_affinity;
+
 use crate::error::ParseError;
 use crate::format::{cmdline, pci, value};
 use crate::root::Root;

@@ -17,6 +17,9 @@
 //!   written: what `revert` cannot restore, `apply` does not touch.
 //! * The first recorded old value of a knob wins across applies: the journal always holds the
 //!   state from before irqpilot's first change.
+//! * Before a NIC's channel count changes, the masks of all its IRQs are recorded too: the
+//!   driver sets the kept queues' affinity itself (virtio_net does), and recorded before the
+//!   channels, they are restored after them.
 //! * A crash between saving the journal and writing leaves entries whose old value is still
 //!   the current one: reverting them writes nothing. So the machine is revertable at every
 //!   instant.
@@ -454,6 +457,54 @@ impl<P: Platform> JournaledPlatform<P> {
     pub fn into_parts(self) -> (P, Journal) {
         (self.inner, self.journal)
     }
+
+    /// The masks of every IRQ of interface `device` not journaled yet (nor in `fresh`), to
+    /// record before its channel count changes: the driver re-spreads the queues it keeps
+    /// (virtio_net sets every kept queue's affinity on `ethtool -L`), so those masks change
+    /// without irqpilot writing them, and a later entry would hold the driver's value, not the
+    /// original. Recorded before the channels entry, they are restored after it (revert goes
+    /// newest first), over whatever the driver sets when the count goes back.
+    fn queue_masks(&mut self, device: &str, fresh: &[Entry]) -> Vec<Entry> {
+        let Ok(machine) = self.inner.machine() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for irq in interface_irqs(&machine, device) {
+            let knob = Knob::Affinity { irq };
+            if self.journal.has(&knob) || fresh.iter().any(|e| e.knob == knob) {
+                continue;
+            }
+            let read = Action::SetAffinity {
+                irq,
+                cpus: Default::default(),
+            };
+            if let Some(old) = read_current(&self.root, &read) {
+                let entry = Entry { knob, old };
+                // A mask revert could not write back is not worth recording.
+                if restore_action(&entry).is_ok() {
+                    out.push(entry);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The IRQs of network interface `device`: those of the PCI function it belongs to, and any
+/// whose queue names it.
+fn interface_irqs(machine: &Machine, device: &str) -> Vec<IrqNum> {
+    machine
+        .irqs
+        .values()
+        .filter(|irq| {
+            irq.device
+                .as_ref()
+                .and_then(|a| machine.devices.get(a))
+                .is_some_and(|d| d.net.iter().any(|n| n == device))
+                || irq.queue.as_ref().is_some_and(|q| q.owner == device)
+        })
+        .map(|irq| irq.irq)
+        .collect()
 }
 
 impl<P: Platform> Platform for JournaledPlatform<P> {
@@ -474,6 +525,10 @@ impl<P: Platform> Platform for JournaledPlatform<P> {
         let mut fresh: Vec<Entry> = Vec::new();
         let mut left_alone: Vec<Option<Outcome>> = vec![None; plan.actions.len()];
         for (k, a) in plan.actions.iter().enumerate() {
+            if let Action::SetChannels { device, .. } = a {
+                let masks = self.queue_masks(device, &fresh);
+                fresh.extend(masks);
+            }
             let knob = Knob::of(a);
             if self.journal.has(&knob) || fresh.iter().any(|e| e.knob == knob) {
                 continue;

@@ -21,6 +21,8 @@
 //!   [`owner`]: the lock that makes one process at a time the writer of a root;
 //!   [`channels`]: NIC queue counts through the ethtool channels ioctl; [`fault`]: simulated
 //!   kernel refusals for tests on fixture trees.
+//! * [`privileges`]: the capabilities and socket families the writers need (the systemd unit
+//!   grants exactly these), and dropping the ones a machine does not call for.
 //!
 //! Every file access goes through [`root::Root`], so tests and the simulator's exported tree use
 //! the same code as a live machine.
@@ -39,6 +41,7 @@ pub mod journal;
 pub mod moderation;
 pub mod owner;
 pub mod platform;
+pub mod privileges;
 pub mod readback;
 pub mod root;
 pub mod tree;

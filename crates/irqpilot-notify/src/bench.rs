@@ -182,10 +182,20 @@ fn with_numbers(mut row: ResultRow, m: &Measured) -> ResultRow {
 
 /// Runs the whole benchmark. See [`run_with_progress`].
 pub fn run(config: &BenchConfig, topology: &Topology) -> BenchReport {
-    run_with_progress(config, topology, |_| {})
+    run_with_progress(config, topology, |_, _| {})
 }
 
-/// Runs the whole benchmark, calling `on_row` after each row (for progress output).
+/// How far a run is: rows done and rows planned (for a progress bar).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowProgress {
+    /// Rows reported so far, this one included.
+    pub done: usize,
+    /// Rows the run will report.
+    pub planned: usize,
+}
+
+/// Runs the whole benchmark, calling `on_row` after each row with how far the run is (for
+/// progress output).
 ///
 /// Placements come from [`select_placements`] over the CPUs this process may use. For each
 /// placement, back-to-back first and then each gap, every configured mechanism is measured in
@@ -194,7 +204,7 @@ pub fn run(config: &BenchConfig, topology: &Topology) -> BenchReport {
 pub fn run_with_progress(
     config: &BenchConfig,
     topology: &Topology,
-    mut on_row: impl FnMut(&ResultRow),
+    mut on_row: impl FnMut(&ResultRow, RowProgress),
 ) -> BenchReport {
     let start = Instant::now();
     let environment = Environment::detect();
@@ -236,6 +246,23 @@ pub fn run_with_progress(
     }
     let config = &config;
     let rounds = config.rounds.max(1);
+    // The rows the loop below reports: every mechanism per placement and gap, except that an
+    // unavailable one appears only in the back-to-back variant.
+    let planned: usize = placements
+        .iter()
+        .map(|p| {
+            variants
+                .iter()
+                .map(|gap| {
+                    config
+                        .mechanisms
+                        .iter()
+                        .filter(|m| gap.is_zero() || precheck(**m, p, &uintr).is_none())
+                        .count()
+                })
+                .sum::<usize>()
+        })
+        .sum();
     let mut results = Vec::new();
     for p in &placements {
         for &gap in &variants {
@@ -270,8 +297,16 @@ pub fn run_with_progress(
                     (None, Some(result)) => finish(row, result),
                     (None, None) => continue,
                 };
-                on_row(&row);
                 results.push(row);
+                if let Some(row) = results.last() {
+                    on_row(
+                        row,
+                        RowProgress {
+                            done: results.len(),
+                            planned: planned.max(results.len()),
+                        },
+                    );
+                }
             }
         }
     }

@@ -44,7 +44,7 @@ pub mod placement;
 pub mod report;
 pub mod shm;
 
-pub use bench::{machine_unavailability, measure_one, run, run_with_progress};
+pub use bench::{RowProgress, machine_unavailability, measure_one, run, run_with_progress};
 pub use config::{BadGap, BenchConfig, parse_gap};
 pub use duplex::{Duplex, duplex};
 pub use environment::Environment;

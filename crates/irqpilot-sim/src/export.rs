@@ -256,6 +256,8 @@ impl TreeExport {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+        // The pace counts from here: a hold must not become a sprint to catch up with it.
+        export.clock = None;
         Ok(export)
     }
 

@@ -49,6 +49,8 @@ mod workload;
 pub use config::{ConfigError, Scenario};
 pub use metrics::{MAX_SERIES_POINTS, SeriesPoint};
 pub use report::Report;
-pub use runner::{run_scenario, run_scenario_exported, run_scenario_observed};
+pub use runner::{
+    Sampling, run_scenario, run_scenario_exported, run_scenario_observed, run_scenario_sampled,
+};
 pub use sim::Sim;
 pub use sim_platform::SimPlatform;

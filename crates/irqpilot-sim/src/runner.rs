@@ -32,6 +32,12 @@ pub fn run_scenario_observed(
     progress: impl FnMut(f64),
     on_step: impl FnMut(&StepReport),
 ) -> Result<Report, String> {
+    refuse_irqbalance(&sc)?;
+    drive(sc, progress, on_step, None).map(|(r, _)| r)
+}
+
+/// irqbalance is a real program: it runs against the exported tree, never inside the twin.
+fn refuse_irqbalance(sc: &Scenario) -> Result<(), String> {
     if sc.placement.policy == PlacementPolicy::Irqbalance {
         return Err(
             "placement=irqbalance: irqbalance runs outside the twin, against its exported tree \
@@ -39,7 +45,36 @@ pub fn run_scenario_observed(
                 .into(),
         );
     }
-    drive(sc, progress, on_step, None).map(|(r, _)| r)
+    Ok(())
+}
+
+/// Something that looks at the machine every `period_ns` of simulated time (from the start,
+/// warm-up included), as a sampler on a real machine would: `irqpilot sim --report` and
+/// `--record` read [`SimPlatform`] snapshots through it.
+pub struct Sampling<'a> {
+    /// Simulated time between two looks, ns.
+    pub period_ns: u64,
+    /// Called at time 0 and then every period until the end.
+    pub look: &'a mut dyn FnMut(&mut SimPlatform) -> Result<(), String>,
+}
+
+impl std::fmt::Debug for Sampling<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sampling")
+            .field("period_ns", &self.period_ns)
+            .finish_non_exhaustive()
+    }
+}
+
+/// [`run_scenario_observed`] with a [`Sampling`] looking at the machine as it runs.
+pub fn run_scenario_sampled(
+    sc: Scenario,
+    progress: impl FnMut(f64),
+    on_step: impl FnMut(&StepReport),
+    sampling: Sampling<'_>,
+) -> Result<Report, String> {
+    refuse_irqbalance(&sc)?;
+    drive_sampled(sc, progress, on_step, None, Some(sampling)).map(|(r, _)| r)
 }
 
 /// [`run_scenario`] with the machine exported as a live tree under `root` (see
@@ -57,9 +92,19 @@ pub fn run_scenario_exported(
 
 fn drive(
     sc: Scenario,
+    progress: impl FnMut(f64),
+    on_step: impl FnMut(&StepReport),
+    export_to: Option<(&Path, ExportOptions)>,
+) -> Result<(Report, Option<TreeExport>), String> {
+    drive_sampled(sc, progress, on_step, export_to, None)
+}
+
+fn drive_sampled(
+    sc: Scenario,
     mut progress: impl FnMut(f64),
     mut on_step: impl FnMut(&StepReport),
     export_to: Option<(&Path, ExportOptions)>,
+    mut sampling: Option<Sampling<'_>>,
 ) -> Result<(Report, Option<TreeExport>), String> {
     let policy = sc.placement.policy;
     let mut moderator = sc.moderator.clone().map(GlobalModerator::new);
@@ -94,13 +139,28 @@ fn drive(
     if let Some(p) = irqpilot.as_mut() {
         policies.push(&mut p.policy);
     }
+    let sample_step = sampling.as_ref().map(|s| s.period_ns.max(1));
+    let mut next_sample = sample_step.map_or(u64::MAX, |_| 0);
     if policies.is_empty() && rotation.is_none() && export.is_none() {
         let step = (end / 20).max(1);
+        let mut next_progress = step.min(end);
         let mut t = 0;
-        while t < end {
-            t = (t + step).min(end);
+        loop {
+            if let (Some(s), Some(dt)) = (sampling.as_mut(), sample_step) {
+                if t == next_sample {
+                    (s.look)(&mut platform)?;
+                    next_sample = t + dt;
+                }
+            }
+            if t >= end {
+                break;
+            }
+            t = next_progress.min(next_sample).min(end);
             platform.sleep_until(t);
-            progress(t as f64 / end as f64);
+            if t == next_progress || t == end {
+                progress(t as f64 / end as f64);
+                next_progress = (t + step).min(end);
+            }
         }
     } else {
         let mut controller = if policies.is_empty() {
@@ -120,6 +180,12 @@ fn drive(
         let mut next_progress = (end / 20).max(1);
         loop {
             let now = platform.sim().now().ns();
+            if let (Some(s), Some(dt)) = (sampling.as_mut(), sample_step) {
+                if now == next_sample {
+                    (s.look)(&mut platform)?;
+                    next_sample = now + dt;
+                }
+            }
             if now >= end {
                 break;
             }
@@ -129,7 +195,11 @@ fn drive(
                 u64::MAX
             };
             let export_at = next_export.min(end);
-            let t = step_at.min(next_rotation).min(export_at).min(end);
+            let t = step_at
+                .min(next_rotation)
+                .min(export_at)
+                .min(next_sample)
+                .min(end);
             platform.sleep_until(t);
             let exporting = export.as_mut().filter(|_| t == export_at);
             if let Some(e) = exporting {

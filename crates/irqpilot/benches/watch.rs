@@ -90,6 +90,23 @@ fn watch<M: Measurement + 'static>(c: &mut Criterion<M>, prefix: &str) {
             |b| b.iter(|| w.sample(&mut p).unwrap().len()),
         );
     }
+    // `watch --record`: the same sample, then written to a recording (compressed, to a sink
+    // so the disk is not measured). The ratio to sample_json is the recording's overhead.
+    let mut w = Watcher::new(&machine, Format::Json, 10);
+    let meta = irqpilot_record::Meta::new("bench", "/", 100_000_000);
+    let mut rec = irqpilot_record::Writer::new(std::io::sink(), "sink", &meta, &machine).unwrap();
+    w.sample(&mut p).unwrap();
+    rec.push(w.sampler().snapshot()).unwrap();
+    c.bench_function(
+        &format!("{prefix}watch/256cpu-generated/sample_json_recorded"),
+        |b| {
+            b.iter(|| {
+                let n = w.sample(&mut p).unwrap().len();
+                rec.push(w.sampler().snapshot()).unwrap();
+                n
+            })
+        },
+    );
 }
 
 fn wall(c: &mut Criterion) {

@@ -1,4 +1,7 @@
 //! Command-line arguments (clap derive). Global flags apply to every subcommand.
+//!
+//! `build.rs` compiles this file too, to write the man pages and shell completions the .deb
+//! installs: it may use only `std`, `clap`, `clap_complete`, `humantime` and `irqpilot_core`.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -52,6 +55,11 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// Sample interrupt rates per IRQ and per CPU, with an imbalance index.
     Watch(WatchArgs),
+    /// Full-screen live view: per-CPU load, the busiest IRQs, imbalance over the last minute,
+    /// findings, what the daemon changed (a terminal program; `watch` prints lines).
+    Top(TopArgs),
+    /// Turn a recording (watch/top --record) into one self-contained HTML page with plots.
+    Report(ReportArgs),
     /// Copy every file irqpilot reads into a fixture tree with a MANIFEST.
     Capture(CaptureArgs),
     /// Write synthetic machines as fixture trees (for tests and benchmarks).
@@ -75,6 +83,48 @@ pub enum Command {
     Sim(SimArgs),
     /// Benchmarks that measure this machine.
     Bench(BenchArgs),
+    /// Serve Prometheus / OpenMetrics metrics of this machine's interrupts over HTTP (read-only;
+    /// no root needed).
+    Exporter(ExporterArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+}
+
+/// `irqpilot completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// The metrics endpoint's options shared by `exporter` and `daemon --metrics`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct MetricsOptions {
+    /// Allow a metrics address that is not loopback (the endpoint has no authentication: put
+    /// it on a management network or behind a firewall).
+    #[arg(long)]
+    pub metrics_allow_remote: bool,
+    /// Also export one series per IRQ per CPU that took it (`irqpilot_irq_cpu_interrupts_total`;
+    /// tens of thousands of series on a large server, docs/metrics.md).
+    #[arg(long)]
+    pub per_cpu_irqs: bool,
+}
+
+/// `irqpilot exporter`.
+#[derive(Debug, Args)]
+pub struct ExporterArgs {
+    /// Address to serve `/metrics` on (default: `[metrics] listen` in the configuration, else
+    /// 127.0.0.1:9877).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+    /// Re-read the inventory (IRQ names, devices, affinities, coalescing) this often; IRQs that
+    /// come or go trigger a re-read at once.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub inventory_interval: Duration,
+    /// Endpoint options.
+    #[command(flatten)]
+    pub options: MetricsOptions,
 }
 
 /// `irqpilot moderate`.
@@ -145,6 +195,14 @@ pub struct SimArgs {
     /// clock starts (a peer reads the machine first).
     #[arg(long, value_name = "FILE", requires = "export_root")]
     pub hold_until: Option<PathBuf>,
+    /// Write an HTML page of the run (with --compare: the runs overlaid): per-CPU heat map,
+    /// interrupt rates per device, imbalance, throughput and latency.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["table", "bench", "export_root"])]
+    pub report: Option<PathBuf>,
+    /// Record the simulated machine as `watch --record` would see it (a sample every 10 ms of
+    /// simulated time), for `--replay` and `irqpilot report`.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["table", "bench", "compare", "export_root"])]
+    pub record: Option<PathBuf>,
 }
 
 /// `irqpilot bench`.
@@ -282,6 +340,13 @@ pub struct DaemonArgs {
     /// Journal location.
     #[command(flatten)]
     pub journal: JournalArg,
+    /// Serve Prometheus metrics on this address (as `irqpilot exporter`, plus what the daemon
+    /// did); default: `[metrics] listen` in the configuration, else none.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<String>,
+    /// Metrics endpoint options.
+    #[command(flatten)]
+    pub metrics_options: MetricsOptions,
 }
 
 /// Parses a cpulist argument (`4-23`, `0,2-3`).
@@ -302,18 +367,74 @@ pub struct StatusArgs {
 #[derive(Debug, Args)]
 pub struct SnapshotArgs {}
 
+/// Recording and replaying, shared by `watch` and `top`.
+#[derive(Debug, Args)]
+pub struct RecordingArgs {
+    /// Also write every sample to FILE: a compressed recording (docs/recording.md) for
+    /// `--replay` and `irqpilot report`.
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Read the samples from a recording instead of the machine.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+    /// With --replay: recorded seconds per wall second (10, 0.5) or max.
+    #[arg(long, default_value = "1", value_parser = parse_speed, requires = "replay")]
+    pub speed: f64,
+    /// With --replay: start this far into the recording (90s, 5m).
+    #[arg(long, value_parser = parse_duration, requires = "replay")]
+    pub seek: Option<Duration>,
+}
+
+/// `irqpilot top`.
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Time between samples (default 1s; a replay's default is its recording's); +/- change it.
+    #[arg(long, value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+    /// Recording and replay.
+    #[command(flatten)]
+    pub recording: RecordingArgs,
+    /// The daemon's journal, for what it last changed.
+    #[command(flatten)]
+    pub journal: JournalArg,
+}
+
+/// `irqpilot report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A recording (watch --record, top --record, sim --record).
+    #[arg(value_name = "RECORDING")]
+    pub file: PathBuf,
+    /// The HTML page to write.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Only from this far into the recording (e.g. 10m).
+    #[arg(long, value_parser = parse_duration)]
+    pub from: Option<Duration>,
+    /// Only up to this far into the recording.
+    #[arg(long, value_parser = parse_duration)]
+    pub to: Option<Duration>,
+    /// The page's title (default: the recording's host and start).
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
 /// `irqpilot watch`.
 #[derive(Debug, Args)]
 pub struct WatchArgs {
-    /// Time between samples (1s like irqtop; 100ms shows an IRQ rotating between CPUs).
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
-    pub interval: Duration,
+    /// Time between samples (1s like irqtop; 100ms shows an IRQ rotating between CPUs; a
+    /// replay's default is its recording's).
+    #[arg(long, value_parser = parse_duration)]
+    pub interval: Option<Duration>,
     /// Stop after this many intervals (default: run until interrupted).
     #[arg(long)]
     pub count: Option<u64>,
     /// IRQ rows (and, in table mode, CPUs) shown per interval, busiest first; 0 for all.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Recording and replay.
+    #[command(flatten)]
+    pub recording: RecordingArgs,
 }
 
 /// `irqpilot capture`.
@@ -356,6 +477,22 @@ pub struct GenerateArgs {
     pub seed: u64,
 }
 
+/// Parses a replay speed: recorded seconds per wall second (`10`, `0.5`, `4x`), or `max`
+/// (infinite: no waiting).
+pub fn parse_speed(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("max") {
+        return Ok(f64::INFINITY);
+    }
+    t.trim_end_matches(['x', 'X'])
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .ok_or_else(|| {
+            format!("bad speed {s:?}: a positive number (recorded seconds per second) or max")
+        })
+}
+
 /// Parses `100ms`, `1s`, `2.5s`, `250us`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if let Some(secs) = s
@@ -383,6 +520,15 @@ mod tests {
         assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
         assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn speeds() {
+        assert_eq!(parse_speed("max"), Ok(f64::INFINITY));
+        assert_eq!(parse_speed("10"), Ok(10.0));
+        assert_eq!(parse_speed("0.5x"), Ok(0.5));
+        assert!(parse_speed("0").is_err());
+        assert!(parse_speed("fast").is_err());
     }
 
     #[test]

@@ -27,6 +27,21 @@ pub struct Config {
     /// `[moderation]`: the global moderator's targets (also written into the kernel's own soft
     /// moderation where the kernel has it).
     pub moderation: GlobalModerationConfig,
+    /// `[metrics]`: the Prometheus endpoint of `exporter` and `daemon`.
+    pub metrics: MetricsConfig,
+}
+
+/// `[metrics]`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// Address to serve metrics on, e.g. `127.0.0.1:9877` (`--listen` and `--metrics` override
+    /// it). Without it the daemon serves none and the exporter uses 127.0.0.1:9877.
+    pub listen: Option<String>,
+    /// Allow a `listen` address that is not loopback (as `--metrics-allow-remote`).
+    pub allow_remote: bool,
+    /// One series per IRQ per CPU that took it (as `--per-cpu-irqs`).
+    pub per_cpu_irqs: bool,
 }
 
 /// `[daemon]`.
@@ -61,6 +76,10 @@ impl Config {
         c.moderation
             .validate()
             .with_context(|| format!("config {origin}"))?;
+        if let Some(listen) = &c.metrics.listen {
+            crate::metrics::listen_address(listen, c.metrics.allow_remote, "metrics.listen")
+                .with_context(|| format!("config {origin}"))?;
+        }
         Ok(c)
     }
 
@@ -165,6 +184,25 @@ mod tests {
             let msg = format!("{e:#}");
             assert!(msg.contains(key) && msg.contains("m.toml"), "{text}: {msg}");
         }
+    }
+
+    #[test]
+    fn metrics_section_parses_and_refuses_a_remote_address_unless_allowed() {
+        let c = Config::parse("[metrics]\nlisten = \"127.0.0.1:9900\"\n", "t").unwrap();
+        assert_eq!(c.metrics.listen.as_deref(), Some("127.0.0.1:9900"));
+        let e = Config::parse("[metrics]\nlisten = \"0.0.0.0:9900\"\n", "m.toml").unwrap_err();
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains("metrics.listen") && msg.contains("m.toml"),
+            "{msg}"
+        );
+        assert!(
+            Config::parse(
+                "[metrics]\nlisten = \"0.0.0.0:9900\"\nallow_remote = true\n",
+                "t"
+            )
+            .is_ok()
+        );
     }
 
     #[test]

@@ -11,7 +11,14 @@
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod live;
+pub mod logging;
+pub mod metrics;
+pub mod progress;
 pub mod render;
+pub mod report;
+pub mod service;
+pub mod top;
 
 use anyhow::Result;
 use cli::{Cli, Command, Format};
@@ -48,6 +55,8 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Status(a) => cmd::status::run(a, &settings),
         Command::Snapshot(a) => cmd::snapshot::run(a, &settings),
         Command::Watch(a) => cmd::watch::run(a, &settings),
+        Command::Top(a) => cmd::top::run(a, &settings),
+        Command::Report(a) => cmd::report::run(a, &settings),
         Command::Capture(a) => cmd::capture::run(a, &settings),
         Command::Fixture(c) => cmd::fixture::run(c, &settings),
         Command::Plan(a) => cmd::plan::run(a, &settings),
@@ -58,6 +67,8 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Moderate(a) => cmd::moderate::run(a, &settings),
         Command::Sim(a) => cmd::sim::run(a, &settings),
         Command::Bench(a) => cmd::bench::run(a, &settings),
+        Command::Exporter(a) => cmd::exporter::run(a, &settings, cli.global.config.as_deref()),
+        Command::Completions(a) => cmd::completions::run(a),
     }
 }
 

@@ -6,7 +6,10 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.global.verbose);
+    irqpilot::logging::init(
+        irqpilot::logging::Role::of(&cli.command),
+        cli.global.verbose,
+    );
     match irqpilot::run(&cli) {
         Ok(code) => code,
         Err(e) if irqpilot::is_broken_pipe(&e) => ExitCode::SUCCESS,
@@ -19,20 +22,4 @@ fn main() -> ExitCode {
             }
         }
     }
-}
-
-/// Logs go to stderr: warnings by default, `-v` info, `-vv` debug; `RUST_LOG` overrides.
-fn init_logging(verbose: u8) {
-    use tracing_subscriber::EnvFilter;
-    let level = match verbose {
-        0 => "warn",
-        1 => "info",
-        _ => "debug",
-    };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .without_time()
-        .init();
 }

@@ -241,15 +241,38 @@ fn a_bad_sample_is_skipped_and_every_way_out_restores() {
 
     // A malformed /proc/interrupts mid-run: periods are skipped, the daemon lives on, and
     // SIGTERM with --restore-on-exit restores.
-    let d = daemon(&root, &cfg, &["--restore-on-exit"]);
+    let mut d = daemon(&root, &cfg, &["--restore-on-exit"]);
+    // Its log read as it comes, so the bad file stays until a period has met it (a loaded
+    // machine may run no period in any fixed time).
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let log = std::sync::Arc::clone(&log);
+        let mut e = d.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = e.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                log.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
     assert!(wait_for(|| !changed(&root, &before).is_empty()));
     std::fs::write(&interrupts, b"           CPU0       CPU1\n 24: x y z\n").unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    assert!(
+        wait_for(|| log.lock().unwrap().contains("sample skipped")),
+        "{}",
+        log.lock().unwrap()
+    );
     std::fs::write(&interrupts, &good).unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    let (status, err) = stop(d);
+    let (status, _) = stop(d);
+    reader.join().unwrap();
+    let err = log.lock().unwrap().clone();
     assert!(status.success(), "{err}");
-    assert!(err.contains("sample skipped"), "{err}");
     assert!(
         changed(&root, &before).is_empty(),
         "not restored on SIGTERM"
@@ -268,12 +291,16 @@ fn a_bad_sample_is_skipped_and_every_way_out_restores() {
         "not restored after --iterations"
     );
 
-    // An error that ends the loop: stdout closed under it.
-    let mut d = cmd(&root, &cfg, &["daemon", "--restore-on-exit"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // An error that ends the loop: stdout closed under it (JSON lines go to stdout each period).
+    let mut d = cmd(
+        &root,
+        &cfg,
+        &["--format", "json", "daemon", "--restore-on-exit"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     assert!(wait_for(|| !changed(&root, &before).is_empty()));
     drop(d.stdout.take());
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -1,17 +1,15 @@
-//! The end-to-end check of the moderation actuators against real drivers in a QEMU VM
-//! (`scripts/vm-check.sh`), run only when asked: it needs root, installs packages and takes
-//! 20-70 s with KVM or TCG, so neither `cargo test` nor CI runs it by default.
+//! The VM lab (`scripts/vm-check.sh`): this test binary's irqpilot against real kernel drivers
+//! in a QEMU guest the script builds and boots (multi-queue virtio-net, NVMe with managed IRQs,
+//! e1000; systemd running the shipped unit; Debian's irqbalance beside it). It runs on every
+//! `cargo test`, CI included: it needs root (CI runs as root), and fails, saying why, when it
+//! cannot run. `IRQPILOT_VM_TEST=0` skips it for local runs.
 
 use std::process::Command;
 
 #[test]
-fn moderation_against_real_drivers_in_a_vm() {
-    if std::env::var("IRQPILOT_VM_TEST").as_deref() != Ok("1") {
-        eprintln!(
-            "skipped: set IRQPILOT_VM_TEST=1 (needs root, KVM or TCG, ~20-70 s; runs scripts/vm-check.sh)"
-        );
-        return;
-    }
+fn irqpilot_against_real_kernels_in_a_vm() {
+    // The script itself skips under IRQPILOT_VM_TEST=0, printing so where the test harness
+    // does not capture it (the child's own stdout).
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/vm-check.sh");
     // The binary this test run built: the script then builds nothing (and never waits on the
     // cargo lock this run holds).
@@ -20,5 +18,9 @@ fn moderation_against_real_drivers_in_a_vm() {
         .env("IRQPILOT_BIN", env!("CARGO_BIN_EXE_irqpilot"))
         .status()
         .expect("run scripts/vm-check.sh");
-    assert!(status.success(), "scripts/vm-check.sh: {status}");
+    assert!(
+        status.success(),
+        "scripts/vm-check.sh: {status} (the table and the reason are above; \
+         IRQPILOT_VM_TEST=0 skips this test locally)"
+    );
 }

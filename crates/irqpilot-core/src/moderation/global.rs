@@ -260,6 +260,12 @@ impl GlobalModerator {
         &self.delay
     }
 
+    /// The platform-wide device interrupt rate it keeps under, per second (what the metrics
+    /// export as `irqpilot_moderation_target_per_second`).
+    pub fn target_per_sec(&self) -> f64 {
+        self.cfg.target_intr_rate
+    }
+
     /// Computes wanted delays from the input; returns reasons for the plan notes.
     fn update_delays(&mut self, input: &PolicyInput<'_>) -> Vec<String> {
         let mut notes = Vec::new();

@@ -147,10 +147,15 @@ fn owners(devices: &BTreeMap<PciAddr, PciDevice>) -> BTreeMap<IrqNum, &PciAddr> 
     owners
 }
 
-fn read_proc(root: &Root, log: &mut GapLog, fam: Family<'_>, irq: &mut Irq) {
+/// Requested and effective affinity of one IRQ: the `_list` files, else the masks.
+fn read_affinity(
+    root: &Root,
+    log: &mut GapLog,
+    fam: Family<'_>,
+) -> (Option<CpuSet>, Option<CpuSet>) {
     let p = |file: &str| format!("{PROC_IRQ}/{{}}/{file}");
     let (req_list, req_mask) = (p(procirq::SMP_AFFINITY_LIST), p(procirq::SMP_AFFINITY));
-    irq.requested = fetch_first(
+    let requested = fetch_first(
         root,
         log,
         fam,
@@ -163,7 +168,7 @@ fn read_proc(root: &Root, log: &mut GapLog, fam: Family<'_>, irq: &mut Irq) {
         p(procirq::EFFECTIVE_AFFINITY_LIST),
         p(procirq::EFFECTIVE_AFFINITY),
     );
-    irq.effective = fetch_first(
+    let effective = fetch_first(
         root,
         log,
         fam,
@@ -172,6 +177,23 @@ fn read_proc(root: &Root, log: &mut GapLog, fam: Family<'_>, irq: &mut Irq) {
             (eff_mask.as_str(), procirq::parse_affinity_mask),
         ],
     );
+    (requested, effective)
+}
+
+/// One IRQ's requested and effective affinity as the files say now (`None` where a file is
+/// missing or malformed): for samplers that notice an IRQ delivered somewhere new.
+pub fn irq_affinity(root: &Root, irq: IrqNum) -> (Option<CpuSet>, Option<CpuSet>) {
+    let item = irq.to_string();
+    let fam = Family {
+        item: &item,
+        universe: 1,
+    };
+    read_affinity(root, &mut GapLog::default(), fam)
+}
+
+fn read_proc(root: &Root, log: &mut GapLog, fam: Family<'_>, irq: &mut Irq) {
+    let p = |file: &str| format!("{PROC_IRQ}/{{}}/{file}");
+    (irq.requested, irq.effective) = read_affinity(root, log, fam);
     irq.affinity_hint = fetch_item(
         root,
         log,

@@ -316,6 +316,117 @@ fn journal_format_is_checked_and_restores_parse() {
     assert!(restore_action(&other).is_err());
 }
 
+/// A NIC driver that sets its queues' affinity itself when the channel count changes, as
+/// virtio_net does on `ethtool -L`: IRQ 30 (queue 0) goes to CPU 0, IRQ 31 (queue 1) to CPU 1.
+struct RespreadingNic {
+    root: Root,
+    channels: u32,
+}
+
+impl Platform for RespreadingNic {
+    fn machine(&mut self) -> Result<Machine, PlatformError> {
+        let addr = irqpilot_core::PciAddr("0000:00:04.0".into());
+        let mut dev = irqpilot_core::PciDevice::new(addr.clone());
+        dev.net = vec!["eth1".into()];
+        let mut m = Machine::default();
+        m.devices.insert(addr.clone(), dev);
+        for n in [30, 31] {
+            let mut irq = irqpilot_core::Irq::new(IrqNum(n));
+            irq.device = Some(addr.clone());
+            m.irqs.insert(IrqNum(n), irq);
+        }
+        Ok(m)
+    }
+    fn snapshot_into(&mut self, _: &mut Snapshot) -> Result<(), PlatformError> {
+        Ok(())
+    }
+    fn apply(&mut self, plan: &Plan) -> ApplyReport {
+        let mask = |irq: u32| self.root.join(&format!("proc/irq/{irq}/smp_affinity_list"));
+        let mut out = Vec::new();
+        for a in &plan.actions {
+            let (old, changed) = match a {
+                Action::SetChannels { combined, .. } => {
+                    let old = format!("combined={} rx=0 tx=0 other=0", self.channels);
+                    self.channels = combined.unwrap();
+                    for (irq, cpu) in [(30, "0\n"), (31, "1\n")] {
+                        std::fs::write(mask(irq), cpu).unwrap();
+                    }
+                    (old, true)
+                }
+                Action::SetAffinity { irq, cpus } => {
+                    let old = std::fs::read_to_string(mask(irq.0)).unwrap();
+                    let new = procirq::render_affinity_list(cpus);
+                    std::fs::write(mask(irq.0), &new).unwrap();
+                    (old.trim_end().to_string(), old != new)
+                }
+                _ => unreachable!(),
+            };
+            out.push(Outcome {
+                action: a.clone(),
+                old: Some(old),
+                result: Ok(changed),
+            });
+        }
+        ApplyReport { outcomes: out }
+    }
+    fn now(&mut self) -> MonoNs {
+        MonoNs(0)
+    }
+    fn sleep(&mut self, _: u64) {}
+}
+
+#[test]
+fn a_channel_cut_journals_the_masks_its_driver_rewrites() {
+    // The operator's layout: queue 0 on CPU 3, queue 1 on CPU 2 (not what the driver sets).
+    let (_d, root) = tree();
+    std::fs::write(root.join("proc/irq/30/smp_affinity_list"), "3\n").unwrap();
+    std::fs::write(root.join("proc/irq/31/smp_affinity_list"), "2\n").unwrap();
+    let before = snapshot(&root);
+    let nic = RespreadingNic {
+        root: root.clone(),
+        channels: 4,
+    };
+    let path = root.join(DEFAULT_JOURNAL);
+    let mut p = JournaledPlatform::new(nic, root.clone(), Journal::open(&path).unwrap());
+    // isolate --apply: the cut, then the placement on the machine as the cut left it.
+    p.apply(&Plan {
+        actions: vec![Action::SetChannels {
+            device: "eth1".into(),
+            combined: Some(2),
+            rx: None,
+            tx: None,
+        }],
+        notes: Vec::new(),
+    });
+    p.apply(&Plan {
+        actions: vec![set(30, 1)],
+        notes: Vec::new(),
+    });
+    let recorded: Vec<_> = p
+        .journal()
+        .entries()
+        .iter()
+        .map(|e| e.knob.clone())
+        .collect();
+    assert_eq!(
+        recorded[..3],
+        [
+            Knob::Affinity { irq: IrqNum(30) },
+            Knob::Affinity { irq: IrqNum(31) },
+            Knob::Channels {
+                device: "eth1".into()
+            }
+        ]
+    );
+    assert_eq!(p.journal().entries()[0].old, "3");
+    // Revert: channels back (the driver re-spreads), then the operator's masks over it.
+    let (mut nic, mut journal) = p.into_parts();
+    let rep = revert(&mut nic, &mut journal).unwrap();
+    assert!(!rep.partial());
+    assert_eq!(nic.channels, 4);
+    assert_eq!(snapshot(&root), before);
+}
+
 #[test]
 fn a_second_writer_never_overwrites_the_first_ones_originals() {
     // The forced race of two applies: both open the journal before either has written. The

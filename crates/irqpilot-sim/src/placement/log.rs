@@ -5,17 +5,7 @@ use std::collections::BTreeMap;
 
 /// A stable name for a refusal, as counted in [`crate::report::PlacementReport::refused`].
 pub fn refusal_name(e: &ApplyError) -> &'static str {
-    match e {
-        ApplyError::Vanished => "vanished",
-        ApplyError::PermissionDenied => "permission-denied",
-        ApplyError::Managed => "managed",
-        ApplyError::NoVectorSpace => "no-vector-space",
-        ApplyError::Invalid => "invalid",
-        ApplyError::Unsupported => "unsupported",
-        ApplyError::NotTaken { .. } => "not-taken",
-        ApplyError::LeftAlone { .. } => "left-alone",
-        ApplyError::Other { .. } => "other",
-    }
+    e.kind_name()
 }
 
 /// Counts what placement did, for the report.

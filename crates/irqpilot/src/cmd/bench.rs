@@ -9,6 +9,7 @@
 
 use crate::Settings;
 use crate::cli::{BenchArgs, BenchWhat, Format, NotifyArgs};
+use crate::progress::Progress;
 use anyhow::{Context, Result, bail};
 use irqpilot_core::Platform;
 use irqpilot_linux::LinuxPlatform;
@@ -99,8 +100,13 @@ fn notify(a: &NotifyArgs, settings: &Settings) -> Result<ExitCode> {
     if topology.online.is_empty() {
         bail!("no online CPUs found under {}", settings.root.display());
     }
+    // A bar on a terminal's stderr; the rows as they finish go above it (not in JSON or
+    // Markdown mode, whose output is for files).
     let quiet = settings.format == Format::Json || a.markdown;
-    let report = run_with_progress(&cfg, &topology, |row| {
+    let progress = Progress::counted(1, "bench notify");
+    let report = run_with_progress(&cfg, &topology, |row, at| {
+        progress.set_length(at.planned as u64);
+        progress.set(at.done as u64);
         if quiet {
             return;
         }
@@ -109,13 +115,16 @@ fn notify(a: &NotifyArgs, settings: &Settings) -> Result<ExitCode> {
             (None, Some(e)) => format!("failed: {e}"),
             (None, None) => "unavailable".to_string(),
         };
-        eprintln!(
-            "  {:<20} {:<13} gap {:>9} ns: {what}",
-            row.mechanism.name(),
-            row.placement.name(),
-            row.gap_ns
-        );
+        progress.suspend(|| {
+            eprintln!(
+                "  {:<20} {:<13} gap {:>9} ns: {what}",
+                row.mechanism.name(),
+                row.placement.name(),
+                row.gap_ns
+            );
+        });
     });
+    progress.finish();
     if let Some(path) = &a.save_json {
         let json = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;

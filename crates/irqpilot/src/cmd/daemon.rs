@@ -5,9 +5,10 @@
 //! too); then it sleeps the period placement asks for (short after changes, long when steady),
 //! or `[moderation] period_ms` when any IRQ has a NIC or NVMe moderation knob.
 //!
-//! * SIGHUP re-reads the configuration (a bad file is logged and the old one kept); new
-//!   `[moderation]` values restart the moderators (the journal still holds every value from
-//!   before irqpilot's first change).
+//! * Signals arrive through signal-hook on the service's event channel ([`crate::service`]):
+//!   SIGHUP re-reads the configuration (a bad file is logged and the old one kept) without
+//!   moving the next period's deadline; new `[moderation]` values restart the moderators (the
+//!   journal still holds every value from before irqpilot's first change).
 //! * SIGTERM / SIGINT end the loop cleanly; with `--restore-on-exit` (or
 //!   `[daemon] restore_on_exit`) the journal is reverted first, on every way out
 //!   ([`restore::RestoreOnExit`]: an error or a panic too).
@@ -16,15 +17,24 @@
 //!   journal on disk is the only copy of the old values.
 //! * A period whose sample cannot be read (a malformed `/proc/interrupts`) is skipped and
 //!   logged; failures in a row back off ([`backoff::Backoff`]) instead of ending the daemon.
-//! * New IRQs are placed within about a second: the sleep checks `/proc/irq` once a second and
+//! * New IRQs are placed within about a second: the wait checks `/proc/irq` once a second and
 //!   ends early when IRQs come or go, and the controller re-reads the inventory when
 //!   `/proc/interrupts` gains or loses rows.
+//! * Under systemd (`Type=notify`) it says `READY=1` once the first snapshot is taken and the
+//!   metrics endpoint is bound, `RELOADING=1`/`READY=1` around reloads, `STOPPING=1`, and pings
+//!   the watchdog (`WatchdogSec=`) from the loop itself, so a hung loop gets restarted.
+//! * `--metrics ADDR` serves Prometheus metrics ([`crate::metrics`]); if that endpoint dies the
+//!   daemon logs it and goes on.
+//! * At start-up it keeps only the capabilities the machine calls for
+//!   ([`irqpilot_linux::privileges`]).
 //! * It refuses to start while irqbalance runs (a `comm` of `irqbalance` under `<root>/proc`):
 //!   two owners of the same masks fight (balancing.md 4.3). `--force` or
 //!   `[daemon] allow_irqbalance = true` overrides.
 //!
-//! Output: one line per period (JSON lines with `--format json`: `{period, at_ns, moves,
-//! written, refused, next_interval_ms}`).
+//! Logs (see [`crate::logging`]): at default verbosity a start-up summary, every change made
+//! and every refusal, one summary line a minute, reloads, IRQs coming or going, errors. One
+//! line per period only with `-v`; `--format json` prints each period as a JSON line on stdout
+//! (`{period, at_ns, moves, written, refused, next_interval_ms}`).
 
 pub mod backoff;
 pub mod restore;
@@ -33,7 +43,9 @@ use super::placement_common::{EXIT_PARTIAL, journaled, take_root};
 use crate::Settings;
 use crate::cli::{DaemonArgs, Format};
 use crate::config::Config;
-use anyhow::{Context, Result, bail};
+use crate::metrics::{self, DaemonStats, Endpoint, Scraper, Shared, SharedState};
+use crate::service::{Events, Systemd};
+use anyhow::{Result, bail};
 use irqpilot_core::Machine;
 use irqpilot_core::moderation::global::{GlobalModerationConfig, GlobalModerator};
 use irqpilot_core::moderation::kernel_soft::KernelSoftModeration;
@@ -44,41 +56,13 @@ use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use summary::Minute;
+use wait::{Schedule, Wake};
 
-static HUP: AtomicBool = AtomicBool::new(false);
-static TERM: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_hup(_: libc::c_int) {
-    HUP.store(true, Ordering::SeqCst);
-}
-
-extern "C" fn on_term(_: libc::c_int) {
-    TERM.store(true, Ordering::SeqCst);
-}
-
-/// Installs the handlers: they only set flags (async-signal-safe); the loop polls them.
-fn install_signals() -> Result<()> {
-    for (sig, handler) in [
-        (libc::SIGHUP, on_hup as extern "C" fn(libc::c_int)),
-        (libc::SIGTERM, on_term),
-        (libc::SIGINT, on_term),
-    ] {
-        // SAFETY: a zeroed sigaction is valid; the handler is an extern "C" fn that only
-        // stores to an atomic, which is async-signal-safe.
-        let rc = unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = handler as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut())
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error()).context("installing signal handlers");
-        }
-    }
-    Ok(())
-}
+mod summary;
+mod wait;
 
 /// The pid of a running irqbalance under `root`, if any (`proc/<pid>/comm`).
 pub fn irqbalance_pid(root: &Path) -> Option<u32> {
@@ -91,40 +75,6 @@ pub fn irqbalance_pid(root: &Path) -> Option<u32> {
         std::fs::read_to_string(root.join(format!("proc/{pid}/comm")))
             .is_ok_and(|c| c.trim_end() == "irqbalance")
     })
-}
-
-/// Number of IRQs the kernel lists under `proc/irq` (one directory each).
-fn irq_count(root: &Path) -> usize {
-    std::fs::read_dir(root.join("proc/irq"))
-        .map(|d| {
-            d.filter(|e| e.as_ref().is_ok_and(|e| e.path().is_dir()))
-                .count()
-        })
-        .unwrap_or(0)
-}
-
-/// Sleeps `ns`, waking early for a signal, or when IRQs are registered or freed (checked once
-/// a second: a readdir of `/proc/irq`), so a new IRQ is placed within a second even while the
-/// steady period is long.
-fn nap(ns: u64, root: &Path, irqs: &mut usize) {
-    let end = std::time::Instant::now() + Duration::from_nanos(ns);
-    let mut next_check = std::time::Instant::now() + Duration::from_secs(1);
-    while !TERM.load(Ordering::SeqCst) && !HUP.load(Ordering::SeqCst) {
-        let now = std::time::Instant::now();
-        if now >= end {
-            break;
-        }
-        if now >= next_check {
-            next_check = now + Duration::from_secs(1);
-            let n = irq_count(root);
-            if n != *irqs {
-                *irqs = n;
-                tracing::info!(irqs = n, "IRQs came or went: deciding now");
-                break;
-            }
-        }
-        std::thread::sleep((end - now).min(Duration::from_millis(50)));
-    }
 }
 
 #[derive(Serialize)]
@@ -177,7 +127,8 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
         .or(settings.config.daemon.journal.as_deref());
     // Declared before the platform: on the way out the journal is restored while it is held.
     let _owner = take_root(settings, irqpilot_linux::owner::DAEMON, journal)?;
-    install_signals()?;
+    let events = Events::install()?;
+    let mut systemd = Systemd::from_env();
     let mut policy = PlacementPolicy::new(super::placement_common::placement_config(settings))?;
     let mut moderation = settings.config.moderation.clone();
     let (mut global, mut kernel) = super::moderate::policies(settings);
@@ -185,78 +136,136 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
     let mut guard = restore::RestoreOnExit::new(journaled(settings, journal)?, restore);
     let platform = &mut guard.platform;
     let mut controller = Controller::new(platform)?;
+    settle_privileges(controller.machine(), &moderation);
+    let metrics = start_metrics(args, settings, &events, controller.machine(), &global)?;
     let limit = if args.once { Some(1) } else { args.iterations };
     let mut backoff = backoff::Backoff::default();
     let mut skipped = 0u64;
     let mut out = std::io::stdout().lock();
     let mut refused_total = 0usize;
     let mut period = 0u64;
-    let mut irqs = irq_count(&settings.root);
+    let first = interval_ns(&policy, controller.machine(), &moderation);
+    let mut schedule = Schedule::new(&settings.root, first);
+    let mut minute = Minute::new(Duration::from_secs(60));
+    let mut stats = DaemonStats::default();
+    let mut handed = Handed {
+        at: Instant::now(),
+        newer: false,
+    };
+    let started = summary::startup(controller.machine(), &settings.root, first / 1_000_000);
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        metrics = metrics.as_ref().map(|(e, _)| e.local_addr().to_string()),
+        "daemon started: {started}"
+    );
+    systemd.ready(&format!("running: {started}"));
     while limit.is_none_or(|n| period < n) {
-        let wait = backoff.wait_ns(interval_ns(&policy, controller.machine(), &moderation));
-        nap(wait, &settings.root, &mut irqs);
-        if TERM.load(Ordering::SeqCst) {
-            break;
-        }
-        if HUP.swap(false, Ordering::SeqCst) {
-            match Config::load(config_path).and_then(|c| {
-                policy.set_config(c.placement)?;
-                if c.moderation != moderation {
-                    moderation = c.moderation;
-                    global = GlobalModerator::new(moderation.clone());
-                    kernel = KernelSoftModeration::new(moderation.clone());
+        match schedule.wait(&events, &mut systemd) {
+            Wake::Terminate => break,
+            Wake::Period => {}
+            Wake::Reload => {
+                systemd.reloading();
+                match reload(
+                    config_path,
+                    &mut policy,
+                    &mut moderation,
+                    &mut global,
+                    &mut kernel,
+                ) {
+                    Ok(findings) => {
+                        stats.reloads_ok += 1;
+                        tracing::info!("configuration reloaded");
+                        if let Some((_, shared)) = &metrics {
+                            let mut sh = metrics::lock(shared);
+                            sh.findings = findings;
+                            sh.moderation_target_per_sec = global.target_per_sec();
+                        }
+                    }
+                    Err(e) => {
+                        stats.reloads_error += 1;
+                        tracing::error!(error = %crate::error_text(&e), "reload failed; keeping the old configuration")
+                    }
                 }
-                Ok(())
-            }) {
-                Ok(()) => tracing::info!("configuration reloaded"),
-                Err(e) => {
-                    tracing::error!(error = %crate::error_text(&e), "reload failed; keeping the old configuration")
+                // A shorter period in the new configuration takes effect now; the deadline is
+                // otherwise kept, so reloads never hold periods back.
+                schedule.at_most_in(interval_ns(&policy, controller.machine(), &moderation));
+                systemd.ready("running: configuration reloaded");
+                if let Some((_, shared)) = &metrics {
+                    metrics::lock(shared).daemon = Some(stats.clone());
                 }
+                continue;
             }
-            continue;
         }
         period += 1;
         let step = match controller.step(platform, &mut [&mut policy, &mut global, &mut kernel]) {
             Ok(step) => step,
             Err(e) => {
-                backoff.failed(&e, interval_ns(&policy, controller.machine(), &moderation));
+                let normal = interval_ns(&policy, controller.machine(), &moderation);
+                backoff.failed(&e, normal);
                 skipped += 1;
+                schedule.next_in(backoff.wait_ns(normal));
                 continue;
             }
         };
         backoff.succeeded();
         let moves = step.plans.iter().map(|(_, p)| p.actions.len()).sum();
         for (name, plan) in &step.plans {
+            // A plan's notes explain changes: worth the journal when it changed something.
+            let acted = !plan.actions.is_empty() && step.applied.written() > 0;
             for n in &plan.notes {
-                tracing::info!(policy = *name, note = n.as_str(), "decided");
+                if acted {
+                    tracing::info!(policy = *name, note = n.as_str(), "decided");
+                } else {
+                    tracing::debug!(policy = *name, note = n.as_str(), "decided");
+                }
             }
         }
-        for o in &step.applied.outcomes {
-            if let Err(e) = &o.result {
-                tracing::warn!(action = o.action.describe(), error = %e, "refused");
-            }
-        }
+        // Each change and each refusal was logged where it was made (the platform).
         refused_total += step.applied.failures();
+        let next = interval_ns(&policy, controller.machine(), &moderation);
+        schedule.next_in(next);
+        stats.record(&step.applied);
+        stats.period_seconds = next as f64 / 1e9;
+        minute.add(&step.applied, step.had_rates.then(|| controller.rates()));
         let line = PeriodLine {
             period,
             at_ns: step.at.0,
             moves,
             written: step.applied.written(),
             refused: step.applied.failures(),
-            next_interval_ms: interval_ns(&policy, controller.machine(), &moderation) / 1_000_000,
+            next_interval_ms: next / 1_000_000,
         };
-        match settings.format {
-            Format::Json => {
-                serde_json::to_writer(&mut out, &line)?;
-                out.write_all(b"\n")?;
-            }
-            Format::Table => writeln!(
-                out,
-                "period {}: {} changes, {} written, {} refused; next in {} ms",
-                line.period, line.moves, line.written, line.refused, line.next_interval_ms
-            )?,
+        tracing::debug!(
+            period,
+            changes = line.moves,
+            written = line.written,
+            refused = line.refused,
+            next_ms = line.next_interval_ms,
+            "period done"
+        );
+        if settings.format == Format::Json {
+            serde_json::to_writer(&mut out, &line)?;
+            out.write_all(b"\n")?;
+            out.flush()?;
         }
-        out.flush()?;
+        if let Some((_, shared)) = &metrics {
+            hand_over(
+                shared,
+                &stats,
+                &global,
+                step.refreshed_inventory,
+                controller.machine(),
+                &mut handed,
+            );
+        }
+        if let Some(text) = minute.due(next / 1_000_000) {
+            tracing::info!("{text}");
+            systemd.status(&format!("running: {text}"));
+        }
+    }
+    systemd.stopping();
+    if let Some((endpoint, _)) = &metrics {
+        endpoint.stop();
     }
     if let Some(rep) = guard.finish()? {
         writeln!(
@@ -277,4 +286,150 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Keeps the capabilities the machine calls for, drops the rest, and says which.
+fn settle_privileges(machine: &Machine, moderation: &GlobalModerationConfig) {
+    use irqpilot_linux::privileges;
+    let s = privileges::settle(&privileges::uses(machine, moderation));
+    if !s.kept.is_empty() || !s.dropped.is_empty() {
+        tracing::info!(
+            kept = ?s.kept,
+            dropped = ?s.dropped,
+            "capabilities: kept what the moderation knobs need, dropped the rest"
+        );
+    }
+    for cap in &s.missing {
+        tracing::warn!(
+            capability = *cap,
+            "needed for this machine's moderation knobs but not held: those changes will be refused"
+        );
+    }
+    for (cap, e) in &s.failed {
+        tracing::warn!(capability = *cap, error = %e, "could not drop an unneeded capability");
+    }
+}
+
+/// Starts the metrics endpoint when `--metrics` or `[metrics] listen` asks for one.
+fn start_metrics(
+    args: &DaemonArgs,
+    settings: &Settings,
+    events: &Events,
+    machine: &Machine,
+    global: &GlobalModerator,
+) -> Result<Option<(Endpoint, SharedState)>> {
+    let cfg = &settings.config.metrics;
+    let (text, what) = match (&args.metrics, &cfg.listen) {
+        (Some(a), _) => (a, "--metrics"),
+        (None, Some(a)) => (a, "metrics.listen"),
+        (None, None) => return Ok(None),
+    };
+    let opts = &args.metrics_options;
+    let addr = metrics::listen_address(text, opts.metrics_allow_remote || cfg.allow_remote, what)?;
+    let shared: SharedState = Arc::new(Mutex::new(Shared {
+        machine: Some(Arc::new(machine.clone())),
+        findings: settings.config.findings.clone(),
+        moderation_target_per_sec: global.target_per_sec(),
+        daemon: Some(DaemonStats::default()),
+    }));
+    let scraper = Scraper::new(
+        &settings.root,
+        Arc::clone(&shared),
+        opts.per_cpu_irqs || cfg.per_cpu_irqs,
+        Some(events.sender()),
+    );
+    let endpoint = Endpoint::start(addr, scraper, Some(events.sender()))?;
+    Ok(Some((endpoint, shared)))
+}
+
+/// Re-reads the configuration into the policies (a moderation change restarts the
+/// moderators); returns the new `[findings]` thresholds for the metrics.
+fn reload(
+    config_path: Option<&Path>,
+    policy: &mut PlacementPolicy,
+    moderation: &mut GlobalModerationConfig,
+    global: &mut GlobalModerator,
+    kernel: &mut KernelSoftModeration,
+) -> Result<irqpilot_core::FindingsConfig> {
+    let c = Config::load(config_path)?;
+    policy.set_config(c.placement)?;
+    if c.moderation != *moderation {
+        *moderation = c.moderation;
+        *global = GlobalModerator::new(moderation.clone());
+        *kernel = KernelSoftModeration::new(moderation.clone());
+    }
+    Ok(c.findings)
+}
+
+/// When the metrics side last got the inventory, and whether a newer one waits.
+#[derive(Debug)]
+struct Handed {
+    at: Instant,
+    newer: bool,
+}
+
+/// Hands what the daemon did and its inventory to the metrics side. The inventory is re-read
+/// after every change; a newer one is handed over at most once a second (a 10 ms moderation
+/// period would otherwise copy it 100 times a second), at once when IRQs came or went.
+fn hand_over(
+    shared: &SharedState,
+    stats: &DaemonStats,
+    global: &GlobalModerator,
+    refreshed: bool,
+    machine: &Machine,
+    handed: &mut Handed,
+) {
+    handed.newer |= refreshed;
+    let mut sh = metrics::lock(shared);
+    sh.daemon = Some(stats.clone());
+    sh.moderation_target_per_sec = global.target_per_sec();
+    let irqs_changed = sh
+        .machine
+        .as_ref()
+        .is_none_or(|m| m.irqs.len() != machine.irqs.len());
+    if handed.newer && (handed.at.elapsed() >= Duration::from_secs(1) || irqs_changed) {
+        sh.machine = Some(Arc::new(machine.clone()));
+        *handed = Handed {
+            at: Instant::now(),
+            newer: false,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use irqpilot_core::{Irq, IrqNum};
+
+    /// A newer inventory skipped because the last hand-over was recent still reaches the
+    /// metrics side a second later, without waiting for another re-read.
+    #[test]
+    fn a_skipped_inventory_is_handed_over_later() {
+        let shared: SharedState = Arc::new(Mutex::new(Shared::default()));
+        let global = GlobalModerator::new(GlobalModerationConfig::default());
+        let stats = DaemonStats::default();
+        let mut old = Machine::default();
+        old.irqs.insert(IrqNum(1), Irq::new(IrqNum(1)));
+        metrics::lock(&shared).machine = Some(Arc::new(old.clone()));
+        let mut new = old.clone();
+        new.irqs
+            .entry(IrqNum(1))
+            .and_modify(|i| i.chip = Some("changed".into()));
+        let mut handed = Handed {
+            at: Instant::now(),
+            newer: false,
+        };
+        hand_over(&shared, &stats, &global, true, &new, &mut handed);
+        assert_eq!(metrics::lock(&shared).machine.as_deref(), Some(&old));
+        assert!(handed.newer);
+        handed.at = Instant::now() - Duration::from_secs(2);
+        hand_over(&shared, &stats, &global, false, &new, &mut handed);
+        assert_eq!(metrics::lock(&shared).machine.as_deref(), Some(&new));
+        assert!(!handed.newer);
+        // IRQs that came or went go over at once.
+        let mut more = new.clone();
+        more.irqs.insert(IrqNum(2), Irq::new(IrqNum(2)));
+        hand_over(&shared, &stats, &global, true, &more, &mut handed);
+        assert_eq!(metrics::lock(&shared).machine.as_deref(), Some(&more));
+    }
 }

@@ -6,9 +6,10 @@
 //! With `--apply`: channel cuts first (the driver re-creates its IRQs, so the placement is
 //! planned again afterwards), then the affinity writes and the default affinity, all journaled.
 //! On a fixture root there is no live interface: a channel cut is reported as planned but not
-//! applied. A refused cut leaves its queues' IRQs in place: they are moved to housekeeping CPUs
-//! like every other IRQ (as far as vectors allow), and a note says so. Exit 3 when anything was
-//! refused.
+//! applied. A refused cut leaves its queues' IRQs in place, and so does a driver that keeps a
+//! vector per queue whatever the channel count (virtio_net): they are moved to housekeeping
+//! CPUs like every other IRQ (as far as vectors allow), a note says so, and `must_leave` says
+//! where each IRQ went (`to` null: it stays, no free vector). Exit 3 when anything was refused.
 //!
 //! JSON: the plan (`isolate`, `housekeeping`, `must_leave`, `vectors`, `channels`,
 //! `fits_after_channels`, `default_affinity`, `managed`, `boot`, `cmdline`, `plan`), and with
@@ -19,7 +20,7 @@ use super::placement_common::{EXIT_PARTIAL, journaled, platform, sample, take_ro
 use crate::Settings;
 use crate::cli::{Format, IsolateArgs};
 use anyhow::Result;
-use irqpilot_core::isolation::plan::{IsolationPlan, plan_isolation};
+use irqpilot_core::isolation::plan::{IsolationPlan, Leaving, plan_isolation};
 use irqpilot_core::{Action, ApplyReport, IrqNum, Plan, Platform};
 use irqpilot_linux::Root;
 use serde::Serialize;
@@ -82,7 +83,7 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
         None
     };
     let (machine, rates) = sample(&mut linux, args.sample)?;
-    let plan = plan_isolation(&machine, &args.cpus, cfg, rates.as_ref())?;
+    let mut plan = plan_isolation(&machine, &args.cpus, cfg, rates.as_ref())?;
     let applied = if args.apply {
         let mut p = journaled(settings, args.journal.journal.as_deref())?;
         let channels: Vec<Action> = plan
@@ -97,6 +98,7 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
         rest.actions
             .retain(|a| !matches!(a, Action::SetChannels { .. }));
         let mut notes = Vec::new();
+        let mut shown = None;
         if !channels.is_empty() {
             report = p.apply(&Plan {
                 actions: channels,
@@ -114,12 +116,22 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
                 // New queue counts, new IRQs: plan the placement again on what is there now.
                 let machine = p.machine()?;
                 let again = plan_isolation(&machine, &args.cpus, cfg, None)?;
-                if refused.is_empty() {
+                // The IRQs a cut was to remove that are still there: the cut was refused, or
+                // the driver keeps every queue's vector (virtio_net allocates them all at
+                // probe and keeps them on `ethtool -L`).
+                let kept: BTreeSet<IrqNum> = plan
+                    .must_leave
+                    .iter()
+                    .filter(|l| l.removed && machine.irqs.contains_key(&l.irq))
+                    .map(|l| l.irq)
+                    .collect();
+                if kept.is_empty() {
                     rest = again.plan;
                 } else {
-                    // A refused cut leaves its queues' IRQs on the isolated CPUs: move them
-                    // to housekeeping CPUs like every other IRQ, as far as vectors allow.
-                    notes.push(refused_cut_note(&plan, &again, &refused));
+                    // Move them to housekeeping CPUs like every other IRQ, as far as vectors
+                    // allow, and say where each leaving IRQ went.
+                    notes.push(kept_irqs_note(&plan, &again, &refused, &kept));
+                    shown = Some(carried_out(&plan, &again, &machine));
                     rest = again.decision.plan;
                 }
                 rest.actions
@@ -129,6 +141,9 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
         let second = p.apply(&rest);
         report.outcomes.extend(second.outcomes);
         let journal = p.journal().path().display().to_string();
+        if let Some(must_leave) = shown {
+            plan.must_leave = must_leave;
+        }
         Some(output(&Root::new(&settings.root), &journal, &report, notes))
     } else {
         None
@@ -171,41 +186,90 @@ pub fn run(args: &IsolateArgs, settings: &Settings) -> Result<ExitCode> {
     })
 }
 
-/// What happens to the IRQs a refused channel cut would have removed: they stay, so they are
-/// moved to housekeeping CPUs instead (those that find no free vector stay where they are).
-fn refused_cut_note(first: &IsolationPlan, again: &IsolationPlan, devices: &[String]) -> String {
-    let would_go: BTreeSet<IrqNum> = first
-        .must_leave
-        .iter()
-        .filter(|l| l.removed)
-        .map(|l| l.irq)
-        .collect();
+/// What happens to the IRQs a channel cut was to remove and did not (`kept`): refused, or
+/// kept by the driver; they are moved to housekeeping CPUs instead. Names every IRQ the
+/// placement without the cut leaves on the isolated CPUs for want of a free vector.
+fn kept_irqs_note(
+    first: &IsolationPlan,
+    again: &IsolationPlan,
+    refused: &[String],
+    kept: &BTreeSet<IrqNum>,
+) -> String {
     let moved = again
         .decision
         .plan
         .actions
         .iter()
-        .filter(|a| matches!(a, Action::SetAffinity { irq, .. } if would_go.contains(irq)))
+        .filter(|a| matches!(a, Action::SetAffinity { irq, .. } if kept.contains(irq)))
         .count();
-    let stuck = again
+    let cut_devices: Vec<&str> = first.channels.iter().map(|c| c.device.as_str()).collect();
+    let mut text = if refused.is_empty() {
+        format!(
+            "channels cut ({}), but the driver kept the {} IRQs of the cut queues (it holds a \
+             vector per queue whatever the channel count, as virtio_net does): {moved} of them \
+             are moved to housekeeping CPUs",
+            cut_devices.join(", "),
+            kept.len()
+        )
+    } else {
+        format!(
+            "channel cut refused ({}): the {} IRQs it would have removed stay, so {moved} of them \
+             are moved to housekeeping CPUs instead",
+            refused.join(", "),
+            kept.len()
+        )
+    };
+    let leaving: BTreeSet<IrqNum> = first.must_leave.iter().map(|l| l.irq).collect();
+    let stuck: Vec<String> = again
         .decision
         .stuck
         .iter()
-        .filter(|i| would_go.contains(i))
-        .count();
-    let mut text = format!(
-        "channel cut refused ({}): the {} IRQs it would have removed stay, so {moved} of them \
-         are moved to housekeeping CPUs instead",
-        devices.join(", "),
-        would_go.len()
-    );
-    if stuck > 0 {
+        .filter(|i| leaving.contains(i))
+        .map(|i| i.0.to_string())
+        .collect();
+    if !stuck.is_empty() {
+        let (what, verb) = match stuck.len() {
+            1 => ("IRQ", "finds no free vector there and stays"),
+            _ => ("IRQs", "find no free vector there and stay"),
+        };
+        let advice = if refused.is_empty() {
+            "isolate fewer CPUs"
+        } else {
+            "isolate fewer CPUs, or cut the channels by hand: ethtool -L"
+        };
         text.push_str(&format!(
-            "; {stuck} find no free vector there and stay on the isolated CPUs (isolate fewer \
-             CPUs, or cut the channels by hand: ethtool -L)"
+            "; {what} {} {verb} on the isolated CPUs ({advice})",
+            stuck.join(", ")
         ));
     }
     text
+}
+
+/// The IRQs that must leave as the fallback placement moved them: each one's housekeeping
+/// CPUs, or none where it stays (no free vector); only IRQs that are gone count as removed.
+fn carried_out(
+    first: &IsolationPlan,
+    again: &IsolationPlan,
+    machine: &irqpilot_core::Machine,
+) -> Vec<Leaving> {
+    first
+        .must_leave
+        .iter()
+        .map(|l| {
+            let gone = l.removed && !machine.irqs.contains_key(&l.irq);
+            let to = again
+                .decision
+                .moves
+                .iter()
+                .find(|m| m.irq == l.irq)
+                .map(|m| m.to.clone());
+            Leaving {
+                to: if gone { None } else { to },
+                removed: gone,
+                ..l.clone()
+            }
+        })
+        .collect()
 }
 
 /// The table form.

@@ -11,12 +11,14 @@
 
 use crate::Settings;
 use crate::cli::{Format, SimArgs};
+use crate::progress::Progress;
 use crate::render::human;
 use crate::render::table::{Align, Table};
+use crate::report::twin;
 use anyhow::{Context, Result, bail};
 use irqpilot_sim::report::Report;
 use irqpilot_sim::{Scenario, scenarios, tables};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -32,14 +34,17 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(name) = &args.table {
-        let progress = settings.format == Format::Table && std::io::stderr().is_terminal();
+        // The tables run a known set of scenarios whose count only they know: a spinner with
+        // the runs done so far (they run on every core, `--jobs`).
+        let progress = Progress::spinner(&format!("sim --table {name}"));
+        let mut done = 0;
         let text = tables::table_with_jobs(name, jobs(args), |row| {
-            if progress {
-                eprintln!("  done: {row}");
-            }
+            done += 1;
+            progress.message(format!("sim --table {name}: {done} done, last {row}"));
         })
-        .map_err(anyhow::Error::msg)?;
-        out.write_all(text.as_bytes())?;
+        .map_err(anyhow::Error::msg);
+        progress.finish();
+        out.write_all(text?.as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
     let Some(name) = &args.scenario else {
@@ -69,13 +74,35 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         }
     }
     if let Some(cmp) = &args.compare {
-        return compare(&base, &sets, cmp, jobs(args), settings, &mut out);
+        return compare(
+            &base,
+            &sets,
+            cmp,
+            jobs(args),
+            settings,
+            args.report.as_deref(),
+            &mut out,
+        );
     }
     let sc = base.with_sets(&sets)?;
     let started = Instant::now();
     let report = match &args.export_root {
         Some(root) => run_exported(sc, root, args)?,
-        None => run_with_progress(sc, settings.format)?,
+        None if args.report.is_some() || args.record.is_some() => {
+            let s = twin::run(
+                sc,
+                &base.name,
+                &settings.config.findings,
+                args.report.is_some(),
+                args.record.as_deref(),
+            )?;
+            let report = s.report.clone();
+            if let Some(path) = &args.report {
+                write_page(path, &twin::page(&base.name, "", &[(String::new(), s)])?)?;
+            }
+            report
+        }
+        None => run_with_progress(sc)?,
     };
     let wall = started.elapsed();
     if args.bench {
@@ -121,29 +148,13 @@ fn parse_sets(raw: &[String]) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
-/// Runs a scenario, with a progress bar on a terminal for runs longer than a second (never in
-/// JSON mode, never when stderr is not a terminal).
-fn run_with_progress(sc: Scenario, format: Format) -> Result<Report> {
-    let show = format == Format::Table && std::io::stderr().is_terminal();
-    let bar = indicatif::ProgressBar::hidden();
-    let started = Instant::now();
-    let name = sc.name.clone();
-    let report = irqpilot_sim::run_scenario(sc, |f| {
-        if show && bar.is_hidden() && started.elapsed() > Duration::from_secs(1) {
-            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            bar.set_length(1000);
-            bar.set_message(name.clone());
-            if let Ok(style) =
-                indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {percent}% {elapsed}")
-            {
-                bar.set_style(style.progress_chars("=> "));
-            }
-        }
-        bar.set_position((f * 1000.0) as u64);
-    })
-    .map_err(anyhow::Error::msg)?;
-    bar.finish_and_clear();
-    Ok(report)
+/// Runs a scenario, with a progress bar when stderr is a terminal.
+fn run_with_progress(sc: Scenario) -> Result<Report> {
+    let progress = Progress::timed(1000, &sc.name);
+    let report = irqpilot_sim::run_scenario(sc, |f| progress.set((f * 1000.0) as u64))
+        .map_err(anyhow::Error::msg);
+    progress.finish();
+    report
 }
 
 /// Runs a scenario with its machine exported as a live tree under `root`; every write an outside
@@ -292,12 +303,18 @@ fn render_report(r: &Report) -> String {
     s
 }
 
+/// Writes a report page.
+fn write_page(path: &std::path::Path, html: &str) -> Result<()> {
+    std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))
+}
+
 fn compare(
     base: &Scenario,
     sets: &[(String, String)],
     cmp: &str,
     jobs: usize,
     settings: &Settings,
+    page: Option<&std::path::Path>,
     out: &mut impl Write,
 ) -> Result<ExitCode> {
     let Some((key, values)) = cmp.split_once('=') else {
@@ -317,15 +334,39 @@ fn compare(
         s.push((key.to_string(), v.to_string()));
         scenarios.push(base.with_sets(&s)?);
     }
-    let progress = settings.format == Format::Table && std::io::stderr().is_terminal();
-    let reports = irqpilot_sim::sweep::run_all(scenarios, jobs, |i| {
-        if progress {
-            eprintln!("  done: {key}={}", values[i]);
+    let mut reports = Vec::new();
+    if let Some(path) = page {
+        // A page samples each run as it goes: one after another.
+        let mut sampled = Vec::new();
+        for (v, sc) in values.iter().zip(scenarios) {
+            let run = twin::run(
+                sc,
+                &format!("{key}={v}"),
+                &settings.config.findings,
+                true,
+                None,
+            )?;
+            reports.push(run.report.clone());
+            sampled.push((v.to_string(), run));
         }
-    })
-    .into_iter()
-    .collect::<Result<Vec<_>, String>>()
-    .map_err(anyhow::Error::msg)?;
+        write_page(path, &twin::page(&base.name, key, &sampled)?)?;
+    } else {
+        // Independent runs on every core (`--jobs`); the reports are a serial run's.
+        let progress = Progress::spinner(&format!("sim --compare {key}"));
+        let mut done = 0;
+        let runs = irqpilot_sim::sweep::run_all(scenarios, jobs, |i| {
+            done += 1;
+            progress.message(format!(
+                "sim --compare {key}: {done} of {} done, last {key}={}",
+                values.len(),
+                values[i]
+            ));
+        });
+        progress.finish();
+        for r in runs {
+            reports.push(r.map_err(anyhow::Error::msg)?);
+        }
+    }
     match settings.format {
         Format::Json => {
             let runs: Vec<serde_json::Value> = values

@@ -8,9 +8,10 @@
 mod report;
 mod summarize;
 
+pub(crate) use crate::live::devices::{device_name, queue_label};
 pub use report::*;
 pub(crate) use summarize::gap_entry;
-use summarize::{cache_summary, device_name, queue_groups, topology_summary};
+use summarize::{cache_summary, queue_groups, topology_summary};
 pub use summarize::{device_kind, ranges};
 
 use crate::Settings;

@@ -9,59 +9,174 @@
 //! "imbalance"}`. `irqs` holds the `--top` busiest rows with a non-zero rate (all with
 //! `--top 0`), `per_cpu` only the CPUs that took interrupts; `cpus` every CPU column.
 //!
-//! Rows are matched by label, not position ([`Rates`]), so IRQs appearing or vanishing never
-//! produce wrong deltas. The loop reuses everything: the platform's read buffers, two
-//! snapshots, the rates, the output buffer; after the first intervals a sample allocates
-//! nothing (tested with a counting allocator), so memory stays flat however long it runs.
+//! Rows are matched by label, not position ([`irqpilot_core::Rates`]), so IRQs appearing or
+//! vanishing never produce wrong deltas. The loop reuses everything: the platform's read
+//! buffers, two snapshots, the rates, the output buffer; after the first intervals a sample
+//! allocates nothing (tested with a counting allocator), so memory stays flat however long it
+//! runs.
+//!
+//! `--record FILE` writes every sample to a recording (docs/recording.md) and follows the
+//! machine's affinity changes into it; Ctrl-C and SIGTERM then end the loop cleanly so the
+//! last block reaches the file. `--replay FILE` reads the samples from a recording instead,
+//! `--speed` times as fast (`max`: no waiting), from `--seek` into it, with times counted from
+//! the recording's start.
 
 use crate::Settings;
 use crate::cli::{Format, WatchArgs};
-use crate::render::human::push_si;
+use crate::live::Sampler;
+use crate::live::recording::{Follower, meta_now, open_replay};
+use crate::progress::Progress;
+use crate::render::human::{self, push_si};
+use crate::service::{Event, Events};
 use anyhow::Result;
-use irqpilot_core::{CpuId, CpuSet, InterruptTable, IrqNum, Machine, Platform, Rates, Snapshot};
+use irqpilot_core::{CpuId, Machine, Platform};
 use irqpilot_linux::LinuxPlatform;
-use irqpilot_linux::format::irq_desc::{TailLayout, infer_layout, parse_tail};
-use std::collections::{BTreeMap, BTreeSet};
+use irqpilot_record::Speed;
 use std::fmt::Write as _;
-use std::io::Write as _;
+use std::io::{IsTerminal, Write as _};
+use std::path::Path;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Runs `irqpilot watch`.
 pub fn run(args: &WatchArgs, settings: &Settings) -> Result<ExitCode> {
-    let interval_ns = u64::try_from(args.interval.as_nanos()).unwrap_or(u64::MAX);
-    if interval_ns == 0 {
+    match &args.recording.replay {
+        Some(path) => replay(args, settings, path),
+        None => live(args, settings),
+    }
+}
+
+fn interval_ns(d: Duration) -> Result<u64> {
+    let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    if ns == 0 {
         return crate::usage("--interval must be longer than 0");
     }
+    Ok(ns)
+}
+
+fn live(args: &WatchArgs, settings: &Settings) -> Result<ExitCode> {
+    let interval = args.interval.unwrap_or(Duration::from_secs(1));
+    let interval_ns = interval_ns(interval)?;
     let mut platform = LinuxPlatform::with_root(&settings.root);
     let machine = platform.machine()?;
     let mut watcher = Watcher::new(&machine, settings.format, args.top);
+    let record = args.recording.record.as_deref().map(|path| {
+        let meta = meta_now("watch", &settings.root, interval, platform.now().0);
+        (path, meta)
+    });
+    let mut follower = Follower::new(&settings.root, &machine, record)?;
+    // While recording, Ctrl-C and SIGTERM end the loop so the last block reaches the file.
+    let events = match follower.recording() {
+        Some(_) => Some(Events::install()?),
+        None => None,
+    };
+    let mut stopped = false;
     let mut out = std::io::stdout().lock();
-    watcher.sample(&mut platform)?;
-    let start = platform.now().0;
-    let mut k = 0u64;
-    while args.count.is_none_or(|n| k < n) {
-        k += 1;
-        let now = platform.now().0;
-        // Ticks are on a fixed grid from the start; after an overrun, skip to the next tick.
-        k = k.max(now.saturating_sub(start) / interval_ns);
-        let deadline = start.saturating_add(k.saturating_mul(interval_ns));
-        if deadline > now {
-            platform.sleep(deadline - now);
+    let looped = drive(
+        &mut platform,
+        &mut watcher,
+        interval_ns,
+        args.count,
+        &mut |_| {
+            while let Some(e) = events.as_ref().and_then(Events::try_next) {
+                stopped |= matches!(e, Event::Terminate(_));
+            }
+            stopped
+        },
+        &mut |p, sampler, ready| follower.after_sample(p, sampler, ready).map(|_| ()),
+        &mut |text| out.write_all(text.as_bytes()).and_then(|()| out.flush()),
+    );
+    // The recording is finished even when the loop failed (a closed pipe, a vanished root).
+    let finished = follower.finish();
+    looped?;
+    if let Some((path, stats)) = finished? {
+        if std::io::stderr().is_terminal() {
+            eprintln!(
+                "recorded {} samples to {} ({})",
+                stats.samples,
+                path.display(),
+                human::bytes(stats.bytes)
+            );
         }
-        let text = watcher.sample(&mut platform)?;
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// What the watcher knows about a numbered row, refreshed only when its text after the counts
-/// (chip, hwirq, actions) changes.
-#[derive(Debug)]
-struct RowInfo {
-    tail: String,
-    name: String,
-    device: bool,
+fn replay(args: &WatchArgs, settings: &Settings, path: &Path) -> Result<ExitCode> {
+    let r = &args.recording;
+    let (rec, mut platform) = open_replay(path, Speed::from_factor(r.speed), r.seek)?;
+    let meta = rec.meta();
+    let interval = args
+        .interval
+        .unwrap_or(Duration::from_nanos(meta.interval_ns.max(1)));
+    let interval_ns = interval_ns(interval)?;
+    let machine = platform.machine()?;
+    let mut watcher = Watcher::new(&machine, settings.format, args.top);
+    let (first, last) = rec.span_ns().unwrap_or((0, 0));
+    // Times count from the start of the recording, wherever the replay starts.
+    watcher.sampler().set_origin(first);
+    let progress = Progress::timed(last.saturating_sub(first) / 1_000_000, "replay");
+    let mut out = std::io::stdout().lock();
+    drive(
+        &mut platform,
+        &mut watcher,
+        interval_ns,
+        args.count,
+        &mut |p| {
+            progress.set(p.clock_ns().saturating_sub(first) / 1_000_000);
+            p.finished().unwrap_or(true)
+        },
+        &mut |p, sampler, _| {
+            // A new inventory recorded (IRQs came or went).
+            if p.player().machine().irqs.len() != machine.irqs.len() {
+                sampler.set_machine(p.player().machine());
+            }
+            Ok(())
+        },
+        &mut |text| progress.suspend(|| out.write_all(text.as_bytes()).and_then(|()| out.flush())),
+    )?;
+    progress.finish();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The sampling loop: a first snapshot as the baseline, then one every `interval_ns` on a fixed
+/// grid from the start (after an overrun it skips to the next tick), `count` times or until
+/// `stop` says so. `after` sees every sample (ready: whether it produced rates); `emit` gets
+/// the rendered text.
+fn drive<P: Platform>(
+    platform: &mut P,
+    watcher: &mut Watcher,
+    interval_ns: u64,
+    count: Option<u64>,
+    stop: &mut dyn FnMut(&mut P) -> bool,
+    after: &mut dyn FnMut(&mut P, &mut Sampler, bool) -> Result<()>,
+    emit: &mut dyn FnMut(&str) -> std::io::Result<()>,
+) -> Result<()> {
+    watcher.sample(platform)?;
+    after(platform, watcher.sampler(), false)?;
+    let start = platform.now().0;
+    let mut k = 0u64;
+    while count.is_none_or(|n| k < n) {
+        k += 1;
+        let now = platform.now().0;
+        k = k.max(now.saturating_sub(start) / interval_ns);
+        let deadline = start.saturating_add(k.saturating_mul(interval_ns));
+        // Slept in slices, so a stop request ends the wait within a tenth of a second.
+        loop {
+            if stop(platform) {
+                return Ok(());
+            }
+            let now = platform.now().0;
+            if now >= deadline {
+                break;
+            }
+            platform.sleep((deadline - now).min(100_000_000));
+        }
+        let text = watcher.sample(platform)?;
+        emit(text)?;
+        after(platform, watcher.sampler(), true)?;
+    }
+    Ok(())
 }
 
 /// The sampling state of `watch`, reusable by any [`Platform`].
@@ -69,20 +184,7 @@ struct RowInfo {
 pub struct Watcher {
     format: Format,
     top: usize,
-    prev: Snapshot,
-    cur: Snapshot,
-    rates: Rates,
-    primed: bool,
-    start: u64,
-    layout: Option<TailLayout>,
-    known_devices: BTreeSet<IrqNum>,
-    housekeeping: CpuSet,
-    info: BTreeMap<IrqNum, RowInfo>,
-    /// Per column: device-IRQ load, and whether the CPU is housekeeping.
-    loads: Vec<f64>,
-    hk_columns: Vec<bool>,
-    hk_cpus: Vec<CpuId>,
-    hk_loads: Vec<f64>,
+    sampler: Sampler,
     order: Vec<usize>,
     cpu_order: Vec<usize>,
     out: String,
@@ -95,44 +197,26 @@ impl Watcher {
         Watcher {
             format,
             top,
-            prev: Snapshot::default(),
-            cur: Snapshot::default(),
-            rates: Rates::default(),
-            primed: false,
-            start: 0,
-            layout: None,
-            known_devices: machine
-                .irqs
-                .values()
-                .filter(|i| is_device(i.is_device(), i.chip.as_deref()))
-                .map(|i| i.irq)
-                .collect(),
-            housekeeping: machine.housekeeping(),
-            info: BTreeMap::new(),
-            loads: Vec::new(),
-            hk_columns: Vec::new(),
-            hk_cpus: Vec::new(),
-            hk_loads: Vec::new(),
+            sampler: Sampler::new(machine),
             order: Vec::new(),
             cpu_order: Vec::new(),
             out: String::new(),
         }
     }
 
+    /// The sampler underneath (its latest snapshot feeds a recording).
+    pub fn sampler(&mut self) -> &mut Sampler {
+        &mut self.sampler
+    }
+
     /// Takes a snapshot and returns the text for the interval since the previous one (empty
     /// for the first snapshot, which only sets the baseline).
-    pub fn sample<P: Platform>(&mut self, platform: &mut P) -> Result<&str> {
-        std::mem::swap(&mut self.prev, &mut self.cur);
-        platform.snapshot_into(&mut self.cur)?;
+    pub fn sample<P: Platform + ?Sized>(&mut self, platform: &mut P) -> Result<&str> {
         self.out.clear();
-        if !self.primed {
-            self.primed = true;
-            self.start = self.cur.taken_at.0;
+        if !self.sampler.sample(platform)? {
             return Ok(&self.out);
         }
-        self.rates.update(&self.prev, &self.cur)?;
-        self.refresh_info();
-        let imbalance = self.imbalance();
+        let imbalance = self.sampler.imbalance();
         self.rank_rows();
         match self.format {
             Format::Json => self.render_json(imbalance),
@@ -141,87 +225,10 @@ impl Watcher {
         Ok(&self.out)
     }
 
-    /// Names and device flags of numbered rows whose description is new or changed.
-    fn refresh_info(&mut self) {
-        let t = &self.cur.interrupts;
-        let layout = *self.layout.get_or_insert_with(|| {
-            infer_layout(
-                t.rows()
-                    .iter()
-                    .filter(|r| r.label.irq().is_some())
-                    .map(|r| r.tail.as_str()),
-            )
-        });
-        for row in t.rows() {
-            let Some(n) = row.label.irq() else { continue };
-            // The raw tail is compared: no trimming for the unchanged rows.
-            if self.info.get(&n).is_some_and(|i| i.tail == row.tail) {
-                continue;
-            }
-            // A new IRQ, or its number reused by another device: read its description again.
-            let d = parse_tail(&row.tail, layout);
-            let queue = d
-                .actions
-                .iter()
-                .any(|a| irqpilot_core::queue::recognise(a).is_some());
-            let device = self.known_devices.contains(&n) || is_device(queue, d.chip.as_deref());
-            self.info.insert(
-                n,
-                RowInfo {
-                    tail: row.tail.clone(),
-                    name: d.actions.join(", "),
-                    device,
-                },
-            );
-        }
-    }
-
-    /// max / mean of device-IRQ interrupts/s over the housekeeping CPUs (all numbered IRQs
-    /// when no IRQ is known to belong to a device).
-    fn imbalance(&mut self) -> Option<f64> {
-        let t = &self.cur.interrupts;
-        if self.hk_cpus != t.cpus {
-            self.hk_cpus.clone_from(&t.cpus);
-            let any = t.cpus.iter().any(|c| self.housekeeping.contains(*c));
-            self.hk_columns.clear();
-            self.hk_columns.extend(
-                t.cpus
-                    .iter()
-                    .map(|c| !any || self.housekeeping.contains(*c)),
-            );
-        }
-        let any_device = self.info.values().any(|i| i.device);
-        self.loads.clear();
-        self.loads.resize(t.cpus.len(), 0.0);
-        for row in &self.rates.rows {
-            let Some(n) = row.label.irq() else { continue };
-            // Quiet rows (most of them, interval to interval) add nothing.
-            if row.total_per_sec <= 0.0
-                || (any_device && !self.info.get(&n).is_some_and(|i| i.device))
-            {
-                continue;
-            }
-            for (slot, v) in self.loads.iter_mut().zip(&row.per_cpu_per_sec) {
-                if *v != 0.0 {
-                    *slot += v;
-                }
-            }
-        }
-        self.hk_loads.clear();
-        self.hk_loads.extend(
-            self.loads
-                .iter()
-                .zip(&self.hk_columns)
-                .filter(|(_, hk)| **hk)
-                .map(|(v, _)| *v),
-        );
-        irqpilot_core::rates::imbalance(&self.hk_loads)
-    }
-
     /// Row indexes by rate (busiest first, file order on ties), non-zero rows only, cut to
     /// `top`; CPU columns likewise by numbered-IRQ rate.
     fn rank_rows(&mut self) {
-        let rows = &self.rates.rows;
+        let rows = &self.sampler.rates().rows;
         self.order.clear();
         self.order
             .extend((0..rows.len()).filter(|&i| rows[i].total_per_sec > 0.0));
@@ -241,7 +248,7 @@ impl Watcher {
         if self.format != Format::Table {
             return;
         }
-        let cpus = &self.rates.per_cpu;
+        let cpus = &self.sampler.rates().per_cpu;
         self.cpu_order.clear();
         self.cpu_order
             .extend((0..cpus.len()).filter(|&j| cpus[j].irq_per_sec + cpus[j].arch_per_sec > 0.0));
@@ -257,26 +264,13 @@ impl Watcher {
         self.cpu_order.sort_unstable_by(by_load);
     }
 
-    fn elapsed_s(&self) -> f64 {
-        self.cur.taken_at.0.saturating_sub(self.start) as f64 / 1e9
-    }
-
-    fn name<'a>(&'a self, t: &'a InterruptTable, i: usize) -> &'a str {
-        let row = &t.rows()[i];
-        match row.label.irq() {
-            Some(n) => self.info.get(&n).map_or("", |x| x.name.as_str()),
-            None => row.desc(),
-        }
-    }
-
     fn render_json(&mut self, imbalance: Option<f64>) {
         let mut out = std::mem::take(&mut self.out);
-        let t = &self.cur.interrupts;
-        let r = &self.rates;
+        let r = self.sampler.rates();
         let _ = write!(
             out,
             "{{\"t\":{:.3},\"interval_s\":{:.3},\"irqs\":[",
-            self.elapsed_s(),
+            self.sampler.elapsed_s(),
             r.interval_ns as f64 / 1e9
         );
         for (k, &i) in self.order.iter().enumerate() {
@@ -284,7 +278,7 @@ impl Watcher {
             out.push_str(if k == 0 { "{\"irq\":" } else { ",{\"irq\":" });
             push_json_label(&mut out, &row.label);
             out.push_str(",\"name\":");
-            push_json_str(&mut out, self.name(t, i));
+            push_json_str(&mut out, self.sampler.name(i));
             let _ = write!(
                 out,
                 ",\"total_per_sec\":{:.1},\"per_cpu\":{{",
@@ -321,21 +315,20 @@ impl Watcher {
 
     fn render_table(&mut self, imbalance: Option<f64>) {
         let mut out = std::mem::take(&mut self.out);
-        let t = &self.cur.interrupts;
-        let r = &self.rates;
+        let r = self.sampler.rates();
         let (mut numbered, mut device, mut arch) = (0.0, 0.0, 0.0);
-        for row in &r.rows {
+        for (i, row) in r.rows.iter().enumerate() {
             match row.label.irq() {
-                Some(n) => {
+                Some(_) => {
                     numbered += row.total_per_sec;
-                    if self.info.get(&n).is_some_and(|i| i.device) {
+                    if self.sampler.is_device_row(i) {
                         device += row.total_per_sec;
                     }
                 }
                 None => arch += row.total_per_sec,
             }
         }
-        let _ = write!(out, "[{:8.2}s] ", self.elapsed_s());
+        let _ = write!(out, "[{:8.2}s] ", self.sampler.elapsed_s());
         push_si(&mut out, device);
         out.push_str("/s device IRQs, ");
         push_si(&mut out, numbered);
@@ -367,7 +360,7 @@ impl Watcher {
             let start = out.len();
             push_top_cpus(&mut out, &r.cpus, &row.per_cpu_per_sec, row.total_per_sec);
             pad(&mut out, start, 23);
-            out.push_str(self.name(t, i));
+            out.push_str(self.sampler.name(i));
             out.push('\n');
         }
         out.push_str("  CPU       IRQ/S   ARCH/S  HARDIRQ  SOFTIRQ\n");
@@ -396,11 +389,6 @@ impl Watcher {
     }
 }
 
-/// Device IRQs: owned by a device or recognised as a queue, or on a PCI MSI chip.
-fn is_device(known: bool, chip: Option<&str>) -> bool {
-    known || chip.is_some_and(|c| c.contains("PCI-MSI") || c.contains("ITS-MSI"))
-}
-
 fn pad(out: &mut String, start: usize, width: usize) {
     let used = out[start..].chars().count();
     for _ in used..width {
@@ -410,7 +398,7 @@ fn pad(out: &mut String, start: usize, width: usize) {
 }
 
 /// Up to three CPUs that took most of a row's interrupts, with their share: `1:97% 0:3%`.
-fn push_top_cpus(out: &mut String, cpus: &[CpuId], per_cpu: &[f64], total: f64) {
+pub(crate) fn push_top_cpus(out: &mut String, cpus: &[CpuId], per_cpu: &[f64], total: f64) {
     let mut best: [(usize, f64); 3] = [(usize::MAX, 0.0); 3];
     for (j, &v) in per_cpu.iter().enumerate() {
         if v > best[2].1 {

@@ -119,6 +119,49 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// A program on PATH, or `None` after saying the test is skipped. Under `CI=true` a missing
+/// program fails the test (`.ci/run` installs tmux and chromium).
+pub fn tool(name: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{name} is not installed (CI=true; .ci/run installs it)");
+        }
+        eprintln!("SKIPPED: {name} is not installed");
+    }
+    found
+}
+
+/// Every file under `dir`, byte for byte, by path.
+pub fn tree_files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap_or_default());
+            }
+        }
+    }
+    out
+}
+
+/// A free port on loopback (bound, then released for the caller to use).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// Every file under `<root>/proc/irq`, byte for byte.
 pub fn irq_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {

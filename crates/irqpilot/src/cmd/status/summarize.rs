@@ -2,9 +2,8 @@
 //! queue groups, the reasons behind gaps.
 
 use super::report::{CacheSummary, GapEntry, QueueGroup, TopologySummary};
-use irqpilot_core::{
-    CacheKind, CpuId, CpuSet, Gap, GapReason, Irq, Machine, PciDevice, Queue, QueueKind,
-};
+use crate::live::devices::kind_name;
+use irqpilot_core::{CacheKind, CpuId, CpuSet, Gap, GapReason, Irq, Machine};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn topology_summary(m: &Machine) -> TopologySummary {
@@ -101,37 +100,6 @@ pub fn device_kind(class: Option<u32>) -> &'static str {
         (0x0c, 0x03, _) => "usb",
         (0x12, _, _) => "accelerator",
         _ => "other",
-    }
-}
-
-/// A device's name: its interface or controller, else the owner its queue names share
-/// (`virtio1`), else its driver, else its address.
-pub(super) fn device_name(dev: &PciDevice, irqs: &[&Irq]) -> String {
-    if let Some(n) = dev.net.first().or(dev.nvme.first()) {
-        return n.clone();
-    }
-    let owners: BTreeSet<&str> = irqs
-        .iter()
-        .filter_map(|i| i.queue.as_ref().map(|q| q.owner.as_str()))
-        .filter(|o| !o.is_empty() && *o != dev.addr.as_str())
-        .collect();
-    if owners.len() == 1 {
-        if let Some(o) = owners.first() {
-            return (*o).to_string();
-        }
-    }
-    dev.label()
-}
-
-fn kind_name(q: Option<&Queue>) -> &'static str {
-    match q.map(|q| q.kind) {
-        Some(QueueKind::TxRx) => "txrx",
-        Some(QueueKind::Rx) => "rx",
-        Some(QueueKind::Tx) => "tx",
-        Some(QueueKind::Io) => "io",
-        Some(QueueKind::Admin) => "admin",
-        Some(QueueKind::Misc) => "misc",
-        None => "irq",
     }
 }
 
