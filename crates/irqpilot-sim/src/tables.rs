@@ -393,6 +393,7 @@ fn placement(run: &mut Run) -> Result<String, String> {
         ),
         ("numa-remote-2node", "-"),
         ("placement-churn-8q", "-"),
+        ("app-pinned-2node", "-"),
     ] {
         for policy in ["none", "static", "rotate", "irqpilot"] {
             let r = run(name, &[("placement", policy)])?;

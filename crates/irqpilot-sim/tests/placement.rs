@@ -503,7 +503,7 @@ fn placement_table_has_every_scenario_under_every_policy() {
         .lines()
         .filter(|l| l.starts_with("| ") && !l.starts_with("| scenario"))
         .collect();
-    assert_eq!(rows.len(), 16, "{text}");
+    assert_eq!(rows.len(), 20, "{text}");
     let row = |sc: &str, pol: &str| {
         rows.iter()
             .find(|r| r.starts_with(&format!("| {sc} |")) && r.contains(&format!("| {pol} |")))
