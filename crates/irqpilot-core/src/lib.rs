@@ -18,6 +18,7 @@
 
 pub mod control;
 pub mod cpuset;
+pub mod devstats;
 pub mod findings;
 pub mod ids;
 pub mod irq;
@@ -35,6 +36,7 @@ pub mod topology;
 
 pub use control::{Controller, StepReport};
 pub use cpuset::{CpuSet, CpuSetError, MAX_CPUS};
+pub use devstats::{DiskCounters, DiskRate, NetDevCounters, NetRate};
 pub use findings::{Finding, FindingsConfig, FindingsConfigError, Severity};
 pub use ids::{CpuId, IrqNum, MonoNs, NodeId, PciAddr};
 pub use irq::{Irq, PciDevice, Trigger};
@@ -45,7 +47,7 @@ pub use plan::{Action, ApplyError, ApplyReport, CoalesceParams, Outcome, Plan};
 pub use platform::{Platform, PlatformError};
 pub use policy::{Policy, PolicyInput};
 pub use queue::{NamingScheme, Queue, QueueKind};
-pub use rates::{CpuRate, Rates, RowRate, RowStatus};
+pub use rates::{CpuRate, CpuTickDelta, Rates, RowRate, RowStatus};
 pub use snapshot::{
     CpuTicks, InterruptRow, InterruptTable, ProcStat, RowLabel, Snapshot, SoftirqTable,
 };

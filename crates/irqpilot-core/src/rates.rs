@@ -66,6 +66,17 @@ pub struct CpuRate {
     pub softirq_pct: Option<f64>,
 }
 
+/// One CPU's `/proc/stat` ticks between two snapshots: the raw material of an estimate of its
+/// hardirq share that knows its own resolution (a tick is 10 ms at `USER_HZ` 100, so one short
+/// interval's share reads 0% or 100%; see `moderation::global::hardirq`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuTickDelta {
+    /// Ticks in the `irq` column (hardirq time).
+    pub irq: u64,
+    /// Ticks in every column together (all time the CPU accounted).
+    pub total: u64,
+}
+
 /// Everything derived from two snapshots.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Rates {
@@ -85,6 +96,16 @@ pub struct Rates {
     pub softirqs: Vec<(String, Vec<f64>)>,
     /// Columns of [`Rates::softirqs`].
     pub softirq_cpus: Vec<CpuId>,
+    /// `/proc/stat` tick deltas per CPU, aligned with [`Rates::per_cpu`] (`None` without both
+    /// readings or an `irq` column).
+    #[serde(default)]
+    pub cpu_ticks: Vec<Option<CpuTickDelta>>,
+    /// Per network interface (`/proc/net/dev`), when both snapshots have it.
+    #[serde(default)]
+    pub net: Vec<crate::devstats::NetRate>,
+    /// Per block device (`/proc/diskstats`), when both snapshots have it.
+    #[serde(default)]
+    pub disks: Vec<crate::devstats::DiskRate>,
 }
 
 /// Why rates could not be computed.
@@ -306,6 +327,8 @@ impl Rates {
             );
         }
 
+        self.cpu_ticks.clear();
+        self.cpu_ticks.resize(self.per_cpu.len(), None);
         if let (Some(ps), Some(cs)) = (&prev.stat, &cur.stat) {
             // `cpuN` lines are in CPU order and usually line up with the columns: try the same
             // index first, so 256 CPUs cost 256 lookups rather than 256 scans.
@@ -326,7 +349,20 @@ impl Rates {
                 };
                 slot.hardirq_pct = pct(p.irq, c.irq);
                 slot.softirq_pct = pct(p.softirq, c.softirq);
+                if let (Some(a), Some(b)) = (p.irq, c.irq) {
+                    if let (Some(irq), Some(t)) = (b.checked_sub(a), self.cpu_ticks.get_mut(i)) {
+                        *t = Some(CpuTickDelta { irq, total });
+                    }
+                }
             }
+        }
+        match (&prev.net, &cur.net) {
+            (Some(p), Some(c)) => crate::devstats::net_rates(p, c, secs, &mut self.net),
+            _ => self.net.clear(),
+        }
+        match (&prev.disks, &cur.disks) {
+            (Some(p), Some(c)) => crate::devstats::disk_rates(p, c, secs, &mut self.disks),
+            _ => self.disks.clear(),
         }
 
         self.softirq_cpus.clear();
@@ -533,6 +569,26 @@ mod tests {
         let r = Rates::between(&a, &b).unwrap();
         assert!((r.per_cpu[0].hardirq_pct.unwrap() - 25.0).abs() < 1e-9);
         assert_eq!(r.per_cpu[0].softirq_pct, Some(0.0));
+        assert_eq!(
+            r.cpu_ticks,
+            vec![Some(CpuTickDelta {
+                irq: 25,
+                total: 100
+            })]
+        );
+        // Device counters ride along when both snapshots have them.
+        use crate::devstats::NetDevCounters;
+        let dev = |rx: u64| NetDevCounters {
+            name: "eth0".into(),
+            fields: [rx, rx / 1000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        };
+        a.net = Some(vec![dev(1_000)]);
+        b.net = Some(vec![dev(5_000)]);
+        let r = Rates::between(&a, &b).unwrap();
+        assert_eq!(r.net.len(), 1);
+        assert_eq!(r.net[0].rx_bytes_per_sec, 4_000.0);
+        assert_eq!(r.net[0].rx_packets_per_sec, 4.0);
+        assert!(r.disks.is_empty());
     }
 
     #[test]

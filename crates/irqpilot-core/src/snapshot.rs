@@ -377,6 +377,12 @@ pub struct Snapshot {
     pub stat: Option<ProcStat>,
     /// `/proc/softirqs`, when readable.
     pub softirqs: Option<SoftirqTable>,
+    /// `/proc/net/dev`, when readable: per interface packets and bytes.
+    #[serde(default)]
+    pub net: Option<Vec<crate::devstats::NetDevCounters>>,
+    /// `/proc/diskstats`, when readable: per block device I/Os and time.
+    #[serde(default)]
+    pub disks: Option<Vec<crate::devstats::DiskCounters>>,
 }
 
 #[cfg(test)]

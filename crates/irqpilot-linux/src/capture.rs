@@ -1,7 +1,8 @@
 //! Capturing a machine's `/proc` and `/sys` files into a fixture tree (`irqpilot capture`).
 //!
 //! [`capture`] copies exactly the files irqpilot's parsers read (the inventory's sources with
-//! their fallbacks, plus `proc/interrupts`, `proc/stat` and `proc/softirqs`) from one root into
+//! their fallbacks, plus the counters: `proc/interrupts`, `proc/stat`, `proc/softirqs`,
+//! `proc/net/dev` and `proc/diskstats`) from one root into
 //! an empty directory, so that [`crate::inventory::read_machine`] over the copy sees what it saw
 //! on the machine. Symbolic links met on the way (`sys/bus/pci/devices/X`, `.../driver`) are
 //! recreated with the same relative text, and their targets inside the tree are created, so
@@ -286,6 +287,8 @@ impl Copier<'_> {
             "proc/interrupts",
             "proc/stat",
             "proc/softirqs",
+            "proc/net/dev",
+            "proc/diskstats",
             "proc/cmdline",
             "proc/sys/kernel/osrelease",
             "proc/irq/default_smp_affinity",

@@ -5,8 +5,10 @@
 
 pub mod cmdline;
 pub mod cpu;
+pub mod diskstats;
 pub mod interrupts;
 pub mod irq_desc;
+pub mod netdev;
 pub mod pci;
 pub mod procirq;
 pub mod softirqs;

@@ -5,8 +5,9 @@
 //!   each numbered row (chip, hwirq, trigger, handler, actions), so a root holding nothing but
 //!   `proc/interrupts` still lists every IRQ with its queue role. `/proc/interrupts` is the one
 //!   file that must exist.
-//! * [`Platform::snapshot_into`] reads `proc/interrupts` (required), `proc/stat` and
-//!   `proc/softirqs` (optional: missing or unreadable means `None`) into buffers the platform
+//! * [`Platform::snapshot_into`] reads `proc/interrupts` (required), `proc/stat`,
+//!   `proc/softirqs`, `proc/net/dev` and `proc/diskstats` (optional: missing or unreadable
+//!   means `None`; the last two are what devices completed) into buffers the platform
 //!   keeps, and parses them into the snapshot's existing tables: once it has seen the files,
 //!   sampling allocates nothing. The timestamp is `CLOCK_MONOTONIC` at the middle of the
 //!   `/proc/interrupts` read.
@@ -20,8 +21,10 @@
 //! * [`Platform::machine`] also fills [`Machine::moderation`] ([`crate::moderation::read`]):
 //!   the knob behind each IRQ, read through ethtool only when the root is this machine's `/`.
 
+use crate::format::diskstats::parse_diskstats_into;
 use crate::format::interrupts::parse_interrupts_into;
 use crate::format::irq_desc::parse_descs;
+use crate::format::netdev::parse_netdev_into;
 use crate::format::softirqs::parse_softirqs_into;
 use crate::format::stat::parse_stat_into;
 use crate::format::{cpu, procirq};
@@ -41,6 +44,10 @@ pub const PROC_INTERRUPTS: &str = "proc/interrupts";
 pub const PROC_STAT: &str = "proc/stat";
 /// `/proc/softirqs`, relative to the root.
 pub const PROC_SOFTIRQS: &str = "proc/softirqs";
+/// `/proc/net/dev`, relative to the root.
+pub const PROC_NET_DEV: &str = "proc/net/dev";
+/// `/proc/diskstats`, relative to the root.
+pub const PROC_DISKSTATS: &str = "proc/diskstats";
 /// `/proc/irq/default_smp_affinity`, relative to the root.
 pub const DEFAULT_SMP_AFFINITY: &str = "proc/irq/default_smp_affinity";
 
@@ -103,6 +110,8 @@ pub struct LinuxPlatform {
     interrupts: Source,
     stat: Source,
     softirqs: Source,
+    net: Source,
+    disks: Source,
     moderation: ModerationIo,
 }
 
@@ -113,6 +122,8 @@ impl LinuxPlatform {
             interrupts: Source::new(&root, PROC_INTERRUPTS),
             stat: Source::new(&root, PROC_STAT),
             softirqs: Source::new(&root, PROC_SOFTIRQS),
+            net: Source::new(&root, PROC_NET_DEV),
+            disks: Source::new(&root, PROC_DISKSTATS),
             moderation: ModerationIo::for_root(&root),
             root,
         }
@@ -373,6 +384,20 @@ impl Platform for LinuxPlatform {
             parse_softirqs_into(text, table).map_err(|e| self.softirqs.parse_error(e))?;
         } else {
             snap.softirqs = None;
+        }
+        if Self::read_optional(&mut self.net)? {
+            let v = snap.net.get_or_insert_with(Default::default);
+            let text = self.net.text()?;
+            parse_netdev_into(text, v).map_err(|e| self.net.parse_error(e))?;
+        } else {
+            snap.net = None;
+        }
+        if Self::read_optional(&mut self.disks)? {
+            let v = snap.disks.get_or_insert_with(Default::default);
+            let text = self.disks.text()?;
+            parse_diskstats_into(text, v).map_err(|e| self.disks.parse_error(e))?;
+        } else {
+            snap.disks = None;
         }
         Ok(())
     }

@@ -118,7 +118,8 @@ pub fn write_tree_with(
     Ok(w.report)
 }
 
-/// Rewrites only the counter files (`proc/interrupts`, `proc/stat`, `proc/softirqs`) of a tree:
+/// Rewrites only the counter files (`proc/interrupts`, `proc/stat`, `proc/softirqs`, and
+/// `proc/net/dev` and `proc/diskstats` when the snapshot has them) of a tree:
 /// a moving clock for a tree written before.
 pub fn write_counters(root: &Path, snapshot: &Snapshot) -> Result<(), TreeError> {
     let mut w = Writer {
@@ -135,6 +136,15 @@ fn write_counters_into(w: &mut Writer, snapshot: &Snapshot) -> Result<(), TreeEr
     }
     if let Some(soft) = &snapshot.softirqs {
         w.file("proc/softirqs", &render_softirqs(soft))?;
+    }
+    if let Some(net) = &snapshot.net {
+        w.file("proc/net/dev", &crate::format::netdev::render_netdev(net))?;
+    }
+    if let Some(disks) = &snapshot.disks {
+        w.file(
+            "proc/diskstats",
+            &crate::format::diskstats::render_diskstats(disks),
+        )?;
     }
     Ok(())
 }

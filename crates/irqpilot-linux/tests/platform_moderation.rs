@@ -54,6 +54,9 @@ fn knobs_and_a_mixed_plan() {
             rx_usecs: 8,
             rx_max_frames: 32,
             adaptive_rx: false,
+            tx_usecs: 0,
+            tx_max_frames: 0,
+            adaptive_tx: false,
             min_usecs: 1,
         }
     );

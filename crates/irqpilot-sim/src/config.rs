@@ -21,6 +21,19 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+    /// A `--set` value that makes no sense for this scenario's machine (DIM, a NIC driver's
+    /// moderation, on a machine without NICs): `--compare` skips it with a note.
+    #[error("--set {key}={value} does not apply to {scenario}: {why}")]
+    NotApplicable {
+        /// The key.
+        key: String,
+        /// The value.
+        value: String,
+        /// The scenario.
+        scenario: String,
+        /// Why not.
+        why: String,
+    },
     /// A `--set` key or value was rejected.
     #[error("--set {key}: {message}")]
     BadSet {
@@ -484,6 +497,14 @@ pub enum WorkloadCfg {
         /// together); the rest spread evenly. 0 = even spread.
         #[serde(default)]
         hot_fraction: f64,
+        /// Simulated time at which the senders stop (a burst, then idle); 0 = never.
+        #[serde(default)]
+        stop_ms: u64,
+        /// A latency probe beside the bulk traffic: this many 128-byte requests per second
+        /// (Poisson, spread by RSS, answered at once), whose round trips are this workload's
+        /// latency. 0 = none.
+        #[serde(default)]
+        probe_per_sec: f64,
     },
     /// Bulk transmit (TSO segments) at a fraction of line rate; completions come back on the
     /// queues' shared TX/RX vectors.
@@ -498,6 +519,12 @@ pub enum WorkloadCfg {
         /// TSO segment size.
         #[serde(default = "d_train")]
         tso_kb: u32,
+        /// Simulated time at which the sender stops; 0 = never.
+        #[serde(default)]
+        stop_ms: u64,
+        /// A latency probe, as for `bulk`.
+        #[serde(default)]
+        probe_per_sec: f64,
     },
     /// Open-loop Poisson arrivals of single-packet requests.
     Poisson {
@@ -580,11 +607,22 @@ pub enum WorkloadCfg {
         start_ms: u64,
         /// NVMe group name.
         nvme: String,
-        /// Outstanding I/Os per queue (jobs on that queue's CPU x iodepth).
+        /// Outstanding I/Os of each job.
         iodepth: u32,
+        /// fio jobs per queue (threads on that queue's CPU): a queue has `jobs x iodepth` reads
+        /// outstanding.
+        #[serde(default = "d_one_u32")]
+        jobs: u32,
+        /// fio's `rate_iops`: the most I/Os per second each job issues (0 = as fast as
+        /// completions allow).
+        #[serde(default)]
+        rate_iops: f64,
         /// Block size.
         #[serde(default = "d_block")]
         block_kb: u32,
+        /// Simulated time at which the jobs stop issuing; 0 = never.
+        #[serde(default)]
+        stop_ms: u64,
     },
 }
 
@@ -625,6 +663,44 @@ impl Default for MetricsCfg {
 }
 
 impl WorkloadCfg {
+    /// When the workload stops, ns (`u64::MAX`: never).
+    pub fn stop_ns(&self) -> u64 {
+        let ms = match self {
+            WorkloadCfg::Bulk { stop_ms, .. }
+            | WorkloadCfg::BulkTx { stop_ms, .. }
+            | WorkloadCfg::Rpc { stop_ms, .. }
+            | WorkloadCfg::Fio { stop_ms, .. } => *stop_ms,
+            WorkloadCfg::Poisson { .. } => 0,
+        };
+        if ms == 0 {
+            u64::MAX
+        } else {
+            ms.saturating_mul(1_000_000)
+        }
+    }
+
+    /// Requests per second of the workload's latency probe (bulk kinds), 0 without.
+    pub fn probe_per_sec(&self) -> f64 {
+        match self {
+            WorkloadCfg::Bulk { probe_per_sec, .. } | WorkloadCfg::BulkTx { probe_per_sec, .. } => {
+                *probe_per_sec
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// What the workload is (`bulk`, `bulk-tx`, `poisson`, `rpc`, `fio`) and the unit of work
+    /// its fairness counts per unit of demand.
+    pub fn kind_and_unit(&self) -> (&'static str, &'static str) {
+        match self {
+            WorkloadCfg::Bulk { .. } => ("bulk", "bytes delivered per flow"),
+            WorkloadCfg::BulkTx { .. } => ("bulk-tx", "bytes transmitted per queue"),
+            WorkloadCfg::Poisson { .. } => ("poisson", "requests answered (one unit)"),
+            WorkloadCfg::Rpc { .. } => ("rpc", "transactions per client"),
+            WorkloadCfg::Fio { .. } => ("fio", "I/Os completed per queue"),
+        }
+    }
+
     /// When the workload starts, ns.
     pub fn start_ns(&self) -> u64 {
         let ms = match self {
@@ -747,6 +823,9 @@ impl Scenario {
             }
         }
         for w in &self.workload {
+            if !(w.probe_per_sec() >= 0.0 && w.probe_per_sec().is_finite()) {
+                return Err("probe_per_sec must be a rate >= 0".into());
+            }
             let nic = match w {
                 WorkloadCfg::Bulk {
                     nic,
@@ -782,12 +861,21 @@ impl Scenario {
                     ));
                 }
                 WorkloadCfg::Poisson { nic, .. } | WorkloadCfg::Rpc { nic, .. } => Some(nic),
-                WorkloadCfg::Fio { nvme, iodepth, .. } => {
+                WorkloadCfg::Fio {
+                    nvme,
+                    iodepth,
+                    jobs,
+                    rate_iops,
+                    ..
+                } => {
                     if !self.nvme.iter().any(|d| &d.name == nvme) {
                         return Err(format!("fio workload names unknown nvme group {nvme:?}"));
                     }
-                    if *iodepth == 0 {
-                        return Err("fio iodepth must be positive".into());
+                    if *iodepth == 0 || *jobs == 0 {
+                        return Err("fio iodepth and jobs must be positive".into());
+                    }
+                    if !(*rate_iops >= 0.0 && rate_iops.is_finite()) {
+                        return Err("fio rate_iops must be >= 0 (0: unlimited)".into());
                     }
                     None
                 }
@@ -868,6 +956,23 @@ fn apply_set(value: &mut toml::Value, key: &str, raw: &str) -> Result<(), Config
             Ok(())
         }
         "moderation" if raw == "gsim" => {
+            // As the GSIM cover letter runs it: the kernel's moderation, the devices' own off.
+            set_in_each(
+                value,
+                "nic",
+                "moderation",
+                toml::Value::String("none".into()),
+            );
+            set_in_each(
+                value,
+                "nvme",
+                "moderation",
+                toml::Value::String("none".into()),
+            );
+            insert_path(value, &["gsim", "enabled"], toml::Value::Boolean(true))
+                .map_err(|m| bad(key, m))
+        }
+        "moderation" if raw == "gsim+device" => {
             // Kernel moderation on top of whatever the devices do.
             insert_path(value, &["gsim", "enabled"], toml::Value::Boolean(true))
                 .map_err(|m| bad(key, m))
@@ -916,6 +1021,20 @@ fn apply_set(value: &mut toml::Value, key: &str, raw: &str) -> Result<(), Config
             };
             if n == 0 && m == 0 {
                 return Err(bad(key, "the scenario has no device to moderate"));
+            }
+            if n == 0 && nvme_mode.is_none() && matches!(raw, "dim" | "aim") {
+                return Err(ConfigError::NotApplicable {
+                    key: key.into(),
+                    value: raw.into(),
+                    scenario: value
+                        .get("name")
+                        .and_then(|n| n.as_str())
+                        .unwrap_or("this scenario")
+                        .into(),
+                    why: format!(
+                        "{raw} is a NIC driver's moderation and the machine has no NIC (NVMe drives support none or static)"
+                    ),
+                });
             }
             if n == 0 && nvme_mode.is_none() {
                 return Err(bad(

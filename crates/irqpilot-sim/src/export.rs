@@ -18,11 +18,12 @@
 //!    Every outside write is logged with its outcome.
 //! 2. The simulation runs to the next step.
 //! 3. [`TreeExport::refresh`] rewrites what changed: `proc/interrupts`, `proc/stat`,
-//!    `proc/softirqs`, `sys/kernel/irq/N/per_cpu_count`, and the affinity files of IRQs whose
-//!    requested or effective CPUs changed (a refused write gets the old text back); last, the
-//!    step counter [`STEP_FILE`], so a writer can wait until its writes were taken and then read
-//!    them back. Each file is written under a temporary name and renamed over the old one, so a
-//!    reader sees the whole old file or the whole new one, never half of either.
+//!    `proc/softirqs`, `proc/net/dev`, `proc/diskstats`, `sys/kernel/irq/N/per_cpu_count`, and
+//!    the affinity files of IRQs whose requested or effective CPUs changed (a refused write gets
+//!    the old text back); last, the step counter [`STEP_FILE`], so a writer can wait until its
+//!    writes were taken and then read them back. Each file is written under a temporary name and
+//!    renamed over the old one, so a reader sees the whole old file or the whole new one, never
+//!    half of either.
 //!
 //! With a time scale ([`ExportOptions::scale`]) the export sleeps so that simulated time follows
 //! wall time at `scale` simulated seconds per wall second: a peer that samples every few seconds
@@ -32,7 +33,9 @@ mod extras;
 
 use crate::sim_platform::SimPlatform;
 use irqpilot_core::{Action, ApplyError, CpuSet, IrqNum, Outcome, Plan, Platform, Snapshot};
+use irqpilot_linux::format::diskstats::render_diskstats;
 use irqpilot_linux::format::interrupts::render_interrupts_into;
+use irqpilot_linux::format::netdev::render_netdev;
 use irqpilot_linux::format::softirqs::render_softirqs;
 use irqpilot_linux::format::stat::render_stat;
 use irqpilot_linux::format::{procirq, sysirq};
@@ -459,6 +462,12 @@ impl TreeExport {
         }
         if let Some(soft) = &self.snap.softirqs {
             self.put("proc/softirqs", &render_softirqs(soft))?;
+        }
+        if let Some(net) = &self.snap.net {
+            self.put("proc/net/dev", &render_netdev(net))?;
+        }
+        if let Some(disks) = &self.snap.disks {
+            self.put("proc/diskstats", &render_diskstats(disks))?;
         }
         let ncpu = sim.cpus.len();
         let possible = self.nr_cpu_ids as usize;

@@ -159,12 +159,24 @@ pub const KEYS: &[(&str, &str)] = &[
         "Relative band under the target where delays are held rather than relaxed (0.1 = act at 100%, relax below 90%): keeps the loop from oscillating around the target.",
     ),
     (
+        "moderator.idle",
+        "The setting of a queue with nothing to moderate: `none` (the lowest-latency setting) or `driver-default` (what the driver had).",
+    ),
+    (
         "moderator.kernel_soft",
         "Whether to configure the kernel's own software moderation (GSIM) where the kernel has it. Off: GSIM's parameters and per-IRQ switches are left as they are.",
     ),
     (
+        "moderator.knee_search",
+        "Whether to find the platform's knee by probing (the target then moves away from `target_intr_rate`, which is where it starts); off: the target stays fixed, as GSIM's.",
+    ),
+    (
         "moderator.min_delay_us",
         "Smallest delay worth programming; below it the source's original setting is restored.",
+    ),
+    (
+        "moderator.min_intr_rate",
+        "The lowest target the knee search may settle on, interrupts/s (`target_intr_rate` where that is lower).",
     ),
     (
         "moderator.period_ms",
@@ -406,6 +418,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "Extra network delay of each chunk, exponential with this mean (switch queueing); it keeps flows sharing a queue from marching in lockstep.",
     ),
     (
+        "workload.N.jobs",
+        "fio jobs per queue (threads on that queue's CPU): a queue has `jobs x iodepth` reads outstanding.",
+    ),
+    (
         "workload.N.kind",
         "What the workload is: `bulk` (closed-loop TCP flows received), `bulk-tx` (transmit with TSO), `poisson` (open-loop requests), `rpc` (closed-loop request/response), `fio` (NVMe random reads).",
     ),
@@ -416,8 +432,16 @@ pub const KEYS: &[(&str, &str)] = &[
     ("workload.N.nic", "NIC name."),
     ("workload.N.nvme", "NVMe group name."),
     (
+        "workload.N.probe_per_sec",
+        "A latency probe beside the bulk traffic: this many 128-byte requests per second (Poisson, spread by RSS, answered at once), whose round trips are this workload's latency. 0 = none.",
+    ),
+    (
         "workload.N.queue",
         "Steer every client to this queue of the NIC (an n-tuple flow-steering rule, `ethtool -N ... action Q`) instead of spreading them by RSS.",
+    ),
+    (
+        "workload.N.rate_iops",
+        "fio's `rate_iops`: the most I/Os per second each job issues (0 = as fast as completions allow).",
     ),
     ("workload.N.rate_per_sec", "Requests per second."),
     ("workload.N.request_bytes", "Request size on the wire."),
@@ -436,7 +460,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "workload.N.stop_ms",
-        "Simulated time at which the clients stop (after their transaction in flight); 0 = never. With `start_ms`, a load that comes and goes.",
+        "Simulated time at which the senders (clients, flows, jobs) stop, after what they have in flight: a burst, then idle; 0 = never.",
     ),
     (
         "workload.N.think_us",

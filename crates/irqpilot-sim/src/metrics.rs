@@ -61,10 +61,12 @@ pub(crate) struct Metrics {
     pub base_src_irqs: Vec<u64>,
     /// Per-CPU (hard, soft, app) ns and interrupts at the end of warm-up.
     pub base_cpu: Vec<(u64, u64, u64, u64)>,
-    /// Per NIC queue received bytes, and per NVMe queue completions, at the end of warm-up.
-    pub base_queue_work: Vec<u64>,
+    /// Work per unit of demand of each workload at the end of warm-up (`Sim::queue_work`).
+    pub base_queue_work: Vec<Vec<u64>>,
     /// Request or I/O latency, ns (`None` only if the histogram could not be built).
     pub latency: Option<Histogram<u64>>,
+    /// The same per workload (a bulk workload's are its latency probe's).
+    pub latency_by_workload: Vec<Option<Histogram<u64>>>,
     pub series: Vec<SeriesPoint>,
     /// Current sampling step of the series, ms (doubles when the series is full).
     pub series_step_ms: u64,
@@ -115,6 +117,7 @@ impl Metrics {
             base_cpu: Vec::new(),
             base_queue_work: Vec::new(),
             latency,
+            latency_by_workload: Vec::new(),
             series: Vec::new(),
             series_step_ms: 0,
             last_sample: (SimTime::ZERO, Counters::default()),
@@ -126,10 +129,26 @@ impl Metrics {
         self.warm_at.is_some()
     }
 
-    pub(crate) fn record_latency(&mut self, ns: u64, n: u64) {
-        if let (true, Some(h)) = (self.counting(), self.latency.as_mut()) {
+    /// Records `n` requests or I/Os of latency `ns`, for workload `wl` when known.
+    pub(crate) fn record_latency(&mut self, ns: u64, n: u64, wl: Option<u16>) {
+        if !self.counting() {
+            return;
+        }
+        if let Some(h) = self.latency.as_mut() {
             // Values above the bound saturate rather than fail.
             h.saturating_record_n(ns.max(1), n);
+        }
+        if let Some(wl) = wl.map(usize::from) {
+            if self.latency_by_workload.len() <= wl {
+                self.latency_by_workload.resize_with(wl + 1, || None);
+            }
+            let slot = &mut self.latency_by_workload[wl];
+            if slot.is_none() {
+                *slot = Histogram::new_with_bounds(1, 100_000_000_000, 3).ok();
+            }
+            if let Some(h) = slot.as_mut() {
+                h.saturating_record_n(ns.max(1), n);
+            }
         }
     }
 }

@@ -99,6 +99,8 @@ pub(crate) enum Ev {
     Sample,
     /// End of warm-up: metrics start counting.
     WarmupEnd,
+    /// The `job`-th fio jobs of NVMe queue `q` may submit a read their rate held back.
+    FioSubmit { q: u32, job: u16 },
 }
 
 /// Work running on a CPU below hardirq level.
@@ -132,7 +134,7 @@ pub(crate) enum AppWork {
         sent: u64,
     },
     /// Reap `n` completed I/Os on NVMe queue `q` and submit `n` new ones.
-    Resubmit { q: u32, n: u32 },
+    Resubmit { q: u32, n: u32, wl: u16 },
 }
 
 /// Application work waiting for its CPU: it may not start before `ready` (a cross-CPU
@@ -318,6 +320,12 @@ pub(crate) struct Drive {
     pub dma_free: SimTime,
     /// Media latency jitter.
     pub rng: crate::rng::Stream,
+    /// Reads completed (`/proc/diskstats` field 1).
+    pub ios: u64,
+    /// Their submission-to-reap time together, ns (fields 4 and 11 count it in ms).
+    pub io_ns: u64,
+    /// Reads submitted and not yet reaped (field 9).
+    pub in_flight: u64,
 }
 
 /// One NVMe I/O queue with its vector.
@@ -327,6 +335,23 @@ pub(crate) struct NvmeQueue {
     pub index: u32,
     pub src: u32,
     pub cq: Cq,
+    pub completed: u64,
+    /// The fio workloads issuing on this queue.
+    pub jobs: Vec<FioJobs>,
+}
+
+/// One fio workload's jobs on one NVMe queue.
+#[derive(Clone, Debug)]
+pub(crate) struct FioJobs {
+    /// The workload.
+    pub wl: u16,
+    /// Least gap between two submissions (the jobs' `rate_iops`), ns; 0 = none.
+    pub gap_ns: u64,
+    /// When the next submission may go out under that rate.
+    pub next_submit: SimTime,
+    /// When the jobs stop issuing, ns.
+    pub stop_ns: u64,
+    /// I/Os completed.
     pub completed: u64,
 }
 
@@ -354,6 +379,8 @@ pub(crate) struct BulkParams {
     pub rtt_ns: u64,
     /// Mean extra network delay per chunk, ns.
     pub jitter_ns: f64,
+    /// When the senders stop, ns.
+    pub stop_ns: u64,
 }
 
 /// Per-workload state.
@@ -375,6 +402,10 @@ pub(crate) struct WlState {
     /// Received packets are steered to the thread's CPU (RFS).
     pub rfs: bool,
 }
+
+/// Set in the id of a latency-probe request (ids of real requests stay below it), so the
+/// stack answers it instead of crediting it to a bulk flow.
+pub(crate) const PROBE_BIT: u32 = 1 << 23;
 
 /// Scenario-derived handle so `sim.rs` can look up workload parameters quickly.
 pub(crate) fn nic_index(sc: &Scenario, name: &str) -> Option<usize> {

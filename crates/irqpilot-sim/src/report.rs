@@ -66,9 +66,12 @@ pub struct PlatformReport {
     pub msi_per_sec: f64,
 }
 
-/// How evenly units of equal demand were served over the measured interval: bulk flows
-/// (bytes delivered), RPC clients (requests completed), NVMe queues (I/Os completed). Units
-/// that did nothing at all are left out (they never started).
+/// How evenly units of equal demand were served over the measured interval, within one
+/// workload (units of different workloads are never pooled: bytes per flow and I/Os per queue
+/// are not one population): bulk flows (bytes delivered), bulk-transmit queues (bytes sent),
+/// RPC clients (transactions), NVMe queues of a fio workload (I/Os completed). Units that did
+/// nothing at all are left out (they never started). [`Report::fairness`] is the least fair
+/// workload's.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Fairness {
     /// Jain's index `(sum x)^2 / (n sum x^2)`: 1 = equal, 1/n = one queue gets everything.
@@ -94,6 +97,34 @@ pub fn fairness(work: &[f64]) -> Option<Fairness> {
         min_over_max: round(min / max, 4),
         units: x.len(),
     })
+}
+
+/// One workload's results.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct WorkloadReport {
+    /// Its index in the scenario's `[[workload]]` list.
+    pub index: usize,
+    /// `bulk`, `bulk-tx`, `poisson`, `rpc` or `fio`.
+    pub kind: &'static str,
+    /// Latency of its requests or I/Os (a bulk workload's: its latency probe's round trips).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<Latency>,
+    /// Fairness among its units of demand, and what a unit's work counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<Fairness>,
+    /// The unit of [`WorkloadReport::fairness`].
+    pub fairness_unit: &'static str,
+}
+
+fn latency_of(h: &hdrhistogram::Histogram<u64>) -> Latency {
+    Latency {
+        p50: round(h.value_at_quantile(0.50) as f64 / 1000.0, 3),
+        p95: round(h.value_at_quantile(0.95) as f64 / 1000.0, 3),
+        p99: round(h.value_at_quantile(0.99) as f64 / 1000.0, 3),
+        p999: round(h.value_at_quantile(0.999) as f64 / 1000.0, 3),
+        mean: round(h.mean() / 1000.0, 3),
+        count: h.len(),
+    }
 }
 
 /// Packets and I/Os lost.
@@ -188,9 +219,11 @@ pub struct Report {
     pub platform: PlatformReport,
     /// Losses.
     pub drops: Drops,
-    /// How evenly queues were served.
+    /// How evenly units of demand were served: the least fair workload's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fairness: Option<Fairness>,
+    /// Per workload: latency and fairness.
+    pub workloads: Vec<WorkloadReport>,
     /// Kernel software moderation (GSIM) state at the end, when enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gsim: Option<GsimReport>,
@@ -241,18 +274,47 @@ impl Sim {
             .workload
             .iter()
             .any(|w| matches!(w, WorkloadCfg::Rpc { .. } | WorkloadCfg::Poisson { .. }));
-        let latency = m
-            .latency
-            .as_ref()
-            .filter(|h| !h.is_empty())
-            .map(|h| Latency {
-                p50: round(h.value_at_quantile(0.50) as f64 / 1000.0, 3),
-                p95: round(h.value_at_quantile(0.95) as f64 / 1000.0, 3),
-                p99: round(h.value_at_quantile(0.99) as f64 / 1000.0, 3),
-                p999: round(h.value_at_quantile(0.999) as f64 / 1000.0, 3),
-                mean: round(h.mean() / 1000.0, 3),
-                count: h.len(),
-            });
+        let latency = m.latency.as_ref().filter(|h| !h.is_empty()).map(latency_of);
+        let now_work = self.queue_work();
+        let workloads: Vec<WorkloadReport> = self
+            .sc
+            .workload
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let (kind, unit) = w.kind_and_unit();
+                let base = m.base_queue_work.get(i);
+                let work: Vec<f64> = now_work
+                    .get(i)
+                    .map(|v| {
+                        v.iter()
+                            .enumerate()
+                            .map(|(j, a)| {
+                                let b = base.and_then(|b| b.get(j)).copied().unwrap_or(0);
+                                a.saturating_sub(b) as f64
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                WorkloadReport {
+                    index: i,
+                    kind,
+                    latency_us: m
+                        .latency_by_workload
+                        .get(i)
+                        .and_then(|h| h.as_ref())
+                        .filter(|h| !h.is_empty())
+                        .map(latency_of),
+                    fairness: fairness(&work),
+                    fairness_unit: unit,
+                }
+            })
+            .collect();
+        let least_fair = workloads
+            .iter()
+            .filter_map(|w| w.fairness.as_ref())
+            .min_by(|a, b| a.jain.total_cmp(&b.jain))
+            .cloned();
         let elapsed_ns = self.now.since(warm).max(1) as f64;
         let per_cpu = self
             .cpus
@@ -316,15 +378,8 @@ impl Sim {
             drops: Drops {
                 nic_packets: dropped,
             },
-            fairness: {
-                let now = self.queue_work();
-                let work: Vec<f64> = now
-                    .iter()
-                    .zip(m.base_queue_work.iter().chain(std::iter::repeat(&0)))
-                    .map(|(a, b)| a.saturating_sub(*b) as f64)
-                    .collect();
-                fairness(&work)
-            },
+            fairness: least_fair,
+            workloads,
             gsim: self.gsim.cfg.enabled.then(|| {
                 let active: Vec<f64> = self
                     .gsim

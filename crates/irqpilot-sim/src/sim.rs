@@ -62,7 +62,7 @@ pub struct Sim {
     pub(crate) cpu_llc: Vec<u32>,
     /// Scratch buffers reused on hot paths.
     scratch_served: Vec<(u32, u64)>,
-    scratch_lat: Vec<(u64, u32)>,
+    scratch_lat: Vec<(u64, u32, u32)>,
 }
 
 fn cpus_of(list: &Option<String>, topo: &Topology) -> Result<Vec<u32>, String> {
@@ -224,6 +224,9 @@ impl Sim {
                     block_bytes,
                     dma_free: SimTime::ZERO,
                     rng: Stream::new(sc.seed, &format!("drive.{}{d}", g.name)),
+                    ios: 0,
+                    io_ns: 0,
+                    in_flight: 0,
                 });
                 for i in 0..g.queues_per_drive {
                     let src = srcs.len() as u32;
@@ -261,6 +264,7 @@ impl Sim {
                         src,
                         cq: Cq::new(65_536),
                         completed: 0,
+                        jobs: Vec::new(),
                     });
                 }
             }
@@ -370,6 +374,7 @@ impl Sim {
             Ev::GsimTimer { cpu } => self.on_gsim_timer(cpu),
             Ev::Sample => self.on_sample(),
             Ev::WarmupEnd => self.warmup_end(),
+            Ev::FioSubmit { q, job } => self.fio_submit_due(q, job as usize),
         }
     }
 
@@ -549,19 +554,31 @@ impl Sim {
                 src.reap = 0;
                 let now = self.now;
                 let mut lat = std::mem::take(&mut self.scratch_lat);
-                self.vq[q as usize]
-                    .cq
-                    .consume(n, |b, taken| lat.push((now.since(SimTime(b.aux)), taken)));
-                for &(ns, taken) in &lat {
-                    self.m.record_latency(ns, taken as u64);
+                self.vq[q as usize].cq.consume(n, |b, taken| {
+                    lat.push((now.since(SimTime(b.aux)), taken, b.tag));
+                });
+                let di = self.vq[q as usize].drive as usize;
+                for &(ns, taken, wl) in &lat {
+                    let wl = u16::try_from(wl).ok();
+                    self.m.record_latency(ns, taken as u64, wl);
+                    self.drives[di].io_ns += ns * taken as u64;
+                }
+                let d = &mut self.drives[di];
+                d.ios += n;
+                d.in_flight = d.in_flight.saturating_sub(n);
+                self.vq[q as usize].completed += n;
+                self.m.c.ios += n;
+                // Each workload's jobs reap and resubmit their own reads.
+                for j in 0..self.vq[q as usize].jobs.len() {
+                    let wl = self.vq[q as usize].jobs[j].wl;
+                    let mine: u32 = lat.iter().filter(|l| l.2 == wl as u32).map(|l| l.1).sum();
+                    if mine > 0 {
+                        self.vq[q as usize].jobs[j].completed += mine as u64;
+                        self.push_app(cpu as usize, AppWork::Resubmit { q, n: mine, wl });
+                    }
                 }
                 lat.clear();
                 self.scratch_lat = lat;
-                self.vq[q as usize].completed += n;
-                self.m.c.ios += n;
-                if n > 0 {
-                    self.push_app(cpu as usize, AppWork::Resubmit { q, n: n as u32 });
-                }
                 self.rearm(s);
             }
         }
@@ -712,7 +729,7 @@ impl Sim {
             let wl = (tag >> 24) as u16;
             let id = tag & 0x00ff_ffff;
             match self.sc.workload.get(wl as usize) {
-                Some(WorkloadCfg::Bulk { .. }) => {
+                Some(WorkloadCfg::Bulk { .. }) if id & PROBE_BIT == 0 => {
                     acks += 1;
                     self.flow_consumed(wl, id, sent)
                 }
@@ -848,7 +865,7 @@ impl Sim {
                     client,
                     sent,
                 } => self.respond(wl, q, client, sent),
-                AppWork::Resubmit { q, n } => self.nvme_submit(q, n),
+                AppWork::Resubmit { q, n, wl } => self.nvme_resubmit(q, n, wl),
             }
         }
         if self.cpus[cpu].app.is_none() {
@@ -863,6 +880,7 @@ impl Sim {
         self.migrations_at_warmup = self.migrations;
         self.m.base = self.m.c.clone();
         self.m.base_src_irqs = self.srcs.iter().map(|s| s.irqs).collect();
+        self.m.base_queue_work = self.queue_work();
         self.m.base_cpu = self
             .cpus
             .iter()
@@ -871,17 +889,33 @@ impl Sim {
         self.m.last_sample = (self.now, self.m.c.clone());
     }
 
-    /// Work done so far by each unit of equal demand: every bulk flow (bytes delivered), every
-    /// RPC client (requests completed), every NVMe queue (I/Os completed; fio gives each queue
-    /// the same depth).
-    pub(crate) fn queue_work(&self) -> Vec<u64> {
-        let mut v: Vec<u64> = Vec::new();
-        for w in &self.wls {
-            v.extend(w.flows.iter().map(|f| f.delivered));
-            v.extend(w.done.iter().copied());
-        }
-        v.extend(self.vq.iter().map(|q| q.completed));
-        v
+    /// Work done so far by each unit of equal demand, per workload: every bulk flow (bytes
+    /// delivered), every bulk-transmit queue (bytes sent), every RPC client (transactions),
+    /// every NVMe queue of a fio workload (I/Os completed; its jobs give each queue the same
+    /// depth).
+    pub(crate) fn queue_work(&self) -> Vec<Vec<u64>> {
+        self.wls
+            .iter()
+            .enumerate()
+            .map(|(wi, w)| match &self.sc.workload[wi] {
+                WorkloadCfg::Bulk { .. } => w.flows.iter().map(|f| f.delivered).collect(),
+                WorkloadCfg::BulkTx { nic, .. } => self
+                    .nq
+                    .iter()
+                    .filter(|q| self.nics[q.nic as usize].name == *nic)
+                    .map(|q| q.tx_bytes)
+                    .collect(),
+                WorkloadCfg::Rpc { .. } => w.done.clone(),
+                // Open-loop requests are not units of demand of their own.
+                WorkloadCfg::Poisson { .. } => Vec::new(),
+                WorkloadCfg::Fio { .. } => self
+                    .vq
+                    .iter()
+                    .filter_map(|q| q.jobs.iter().find(|j| j.wl as usize == wi))
+                    .map(|j| j.completed)
+                    .collect(),
+            })
+            .collect()
     }
 
     fn on_sample(&mut self) {

@@ -9,9 +9,9 @@ use crate::sim::Sim;
 use crate::time::SimTime;
 use irqpilot_core::moderation::knobs::{Knob, SoftModeration, SoftModerationForm};
 use irqpilot_core::{
-    Action, ApplyError, ApplyReport, CpuId, CpuSet, CpuTicks, InterruptTable, Irq, IrqNum, Machine,
-    MonoNs, NodeId, Outcome, PciAddr, PciDevice, Plan, Platform, PlatformError, ProcStat, RowLabel,
-    Snapshot, SoftirqTable, Trigger,
+    Action, ApplyError, ApplyReport, CpuId, CpuSet, CpuTicks, DiskCounters, InterruptTable, Irq,
+    IrqNum, Machine, MonoNs, NetDevCounters, NodeId, Outcome, PciAddr, PciDevice, Plan, Platform,
+    PlatformError, ProcStat, RowLabel, Snapshot, SoftirqTable, Trigger,
 };
 use irqpilot_linux::format::irq_desc::kernel_tail;
 
@@ -153,14 +153,9 @@ impl Sim {
             Dev::Nic(q) => {
                 let nq = &self.nq[q as usize];
                 let cfg = &self.sc.nic[nq.nic as usize];
-                let (rx_usecs, rx_max_frames) = match src.moder {
-                    HwMod::Timer {
-                        usecs_ns, frames, ..
-                    } => ((usecs_ns / 1000) as u32, frames),
-                    HwMod::Holdoff { interval_ns } => ((interval_ns / 1000) as u32, 0),
-                    HwMod::Immediate => (0, 0),
-                    HwMod::NvmeAgg { .. } => (cfg.rx_usecs, cfg.rx_frames),
-                };
+                let (rx_usecs, rx_max_frames) = knob_view(src.moder, cfg.rx_usecs, cfg.rx_frames);
+                let (tx_usecs, tx_max_frames) =
+                    knob_view(src.moder_tx, cfg.tx_usecs, cfg.tx_frames);
                 Some(Knob::NicQueue {
                     device: cfg.name.clone(),
                     queue: nq.index,
@@ -168,6 +163,12 @@ impl Sim {
                     rx_usecs,
                     rx_max_frames,
                     adaptive_rx: matches!(src.driver, Driver::Dim { .. } | Driver::Aim { .. }),
+                    tx_usecs,
+                    tx_max_frames,
+                    adaptive_tx: matches!(
+                        src.driver,
+                        Driver::Dim { tx: Some(_), .. } | Driver::Aim { .. }
+                    ),
                     // The simulated device takes any whole microsecond as a time.
                     min_usecs: 1,
                 })
@@ -290,6 +291,42 @@ impl Sim {
             })
             .collect();
         snap.softirqs = Some(SoftirqTable { cpus, rows });
+        self.device_counters_into(snap);
+    }
+
+    /// `/proc/net/dev` and `/proc/diskstats` of the simulated machine: per NIC the packets and
+    /// bytes its queues completed, per drive (namespace `<drive>n1`) the reads reaped and their
+    /// time. What a moderator may judge its work by, exactly as on Linux.
+    fn device_counters_into(&self, snap: &mut Snapshot) {
+        let net = snap.net.get_or_insert_with(Vec::new);
+        net.resize_with(self.nics.len(), NetDevCounters::default);
+        for (i, n) in self.nics.iter().enumerate() {
+            let mut f = [0u64; 16];
+            for q in &self.nq[n.first_q as usize..(n.first_q + n.queues) as usize] {
+                f[0] += q.rx_bytes;
+                f[1] += q.rx_pkts;
+                f[8] += q.tx_bytes;
+                f[9] += q.tx_pkts;
+            }
+            f[3] = n.dropped;
+            let slot = &mut net[i];
+            slot.name.clone_from(&n.name);
+            slot.fields = f;
+        }
+        let disks = snap.disks.get_or_insert_with(Vec::new);
+        disks.resize_with(self.drives.len(), DiskCounters::default);
+        for (i, d) in self.drives.iter().enumerate() {
+            let slot = &mut disks[i];
+            slot.major = 259;
+            slot.minor = i as u32;
+            slot.name.clear();
+            slot.name.push_str(&d.name);
+            slot.name.push_str("n1");
+            let ms = d.io_ns / 1_000_000;
+            let sectors = d.ios * (d.block_bytes as u64 / 512);
+            slot.fields = [d.ios, 0, sectors, ms, 0, 0, 0, 0, d.in_flight, ms, ms];
+            slot.rest.clear();
+        }
     }
 
     /// Applies one action; `Ok(true)` if something changed.
@@ -345,6 +382,7 @@ impl Sim {
                     {
                         let mut dim_cfg = cfg.clone();
                         dim_cfg.moderation = crate::config::NicModeration::Dim;
+                        dim_cfg.adaptive_tx = params.use_adaptive_tx.unwrap_or(cfg.adaptive_tx);
                         let (rx, tx, driver) = crate::sim::nic_moderation(&dim_cfg);
                         src.moder = rx;
                         src.moder_tx = tx;
@@ -353,21 +391,32 @@ impl Sim {
                     if params.use_adaptive_rx == Some(false) {
                         src.driver = Driver::Fixed;
                     }
-                    let (u, f) = timer_params(src.moder, cfg.rx_usecs, cfg.rx_frames);
-                    if params.rx_usecs.is_some() || params.rx_max_frames.is_some() {
-                        src.moder = HwMod::Timer {
-                            usecs_ns: params.rx_usecs.map_or(u, |v| v as u64 * 1000),
-                            frames: params.rx_max_frames.unwrap_or(f),
-                            cqe: cfg.cqe_mode,
-                        };
+                    if let (Some(adaptive), Driver::Dim { tx, .. }) =
+                        (params.use_adaptive_tx, &mut src.driver)
+                    {
+                        if !adaptive {
+                            *tx = None;
+                        } else if tx.is_none() {
+                            *tx = Some(irqpilot_core::moderation::dim::Dim::new());
+                        }
                     }
-                    let (u, f) = timer_params(src.moder_tx, cfg.tx_usecs, cfg.tx_frames);
+                    if params.rx_usecs.is_some() || params.rx_max_frames.is_some() {
+                        src.moder = program(
+                            src.moder,
+                            params.rx_usecs,
+                            params.rx_max_frames,
+                            (cfg.rx_usecs, cfg.rx_frames),
+                            cfg.cqe_mode,
+                        );
+                    }
                     if params.tx_usecs.is_some() || params.tx_max_frames.is_some() {
-                        src.moder_tx = HwMod::Timer {
-                            usecs_ns: params.tx_usecs.map_or(u, |v| v as u64 * 1000),
-                            frames: params.tx_max_frames.unwrap_or(f),
-                            cqe: false,
-                        };
+                        src.moder_tx = program(
+                            src.moder_tx,
+                            params.tx_usecs,
+                            params.tx_max_frames,
+                            (cfg.tx_usecs, cfg.tx_frames),
+                            false,
+                        );
                     }
                     changed |= before
                         != (
@@ -445,13 +494,46 @@ impl Sim {
     }
 }
 
-/// Current `(usecs_ns, frames)` of a timer program, or the configured defaults.
-fn timer_params(m: HwMod, usecs: u32, frames: u32) -> (u64, u32) {
+/// What `ethtool -c` reads for a program: `(usecs, frames)`. No moderation reads `0` usecs and
+/// one frame per interrupt.
+fn knob_view(m: HwMod, usecs: u32, frames: u32) -> (u32, u32) {
     match m {
         HwMod::Timer {
             usecs_ns, frames, ..
+        } => ((usecs_ns / 1000) as u32, frames),
+        HwMod::Holdoff { interval_ns } => ((interval_ns / 1000) as u32, 0),
+        HwMod::Immediate => (0, 1),
+        HwMod::NvmeAgg { .. } => (usecs, frames),
+    }
+}
+
+/// The program after `ethtool -C` sets `usecs` and/or `frames` (unset ones keep their value;
+/// a program without a timer starts from the configured defaults). No delay and at most one
+/// frame is no moderation at all.
+fn program(
+    m: HwMod,
+    usecs: Option<u32>,
+    frames: Option<u32>,
+    defaults: (u32, u32),
+    cqe: bool,
+) -> HwMod {
+    let (u, f) = match m {
+        HwMod::Timer {
+            usecs_ns, frames, ..
         } => (usecs_ns, frames),
-        _ => (usecs as u64 * 1000, frames),
+        HwMod::Immediate => (0, 1),
+        _ => (defaults.0 as u64 * 1000, defaults.1),
+    };
+    let usecs_ns = usecs.map_or(u, |v| v as u64 * 1000);
+    let frames = frames.unwrap_or(f);
+    if usecs_ns == 0 && frames <= 1 {
+        HwMod::Immediate
+    } else {
+        HwMod::Timer {
+            usecs_ns,
+            frames,
+            cqe,
+        }
     }
 }
 

@@ -7,13 +7,49 @@
 use crate::config::Scenario;
 use crate::report::Report;
 use crate::runner::run_scenario;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 /// Runs at a time by default: one per CPU this process may use.
 pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `f` over `items` on at most `jobs` threads (at least one); `done(i, &result)` is called on
+/// the calling thread as item `i` finishes. Returns the results in the order of `items`.
+pub fn map<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    f: impl Fn(&T) -> R + Sync,
+    mut done: impl FnMut(usize, &R),
+) -> Vec<R> {
+    let jobs = jobs.clamp(1, items.len().max(1));
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<Option<R>> = items.iter().map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let (next, f) = (&next, &f);
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    // The receiver lives until every worker is done.
+                    if tx.send((i, f(item))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (i, r) in rx {
+            done(i, &r);
+            results[i] = Some(r);
+        }
+    });
+    // Every index was handed out once and its result sent before the scope ended.
+    results.into_iter().flatten().collect()
 }
 
 /// Runs every scenario, at most `jobs` at a time (at least one); `done(i)` is called on the
@@ -23,44 +59,12 @@ pub fn run_all(
     jobs: usize,
     mut done: impl FnMut(usize),
 ) -> Vec<Result<Report, String>> {
-    let n = scenarios.len();
-    let jobs = jobs.clamp(1, n.max(1));
-    // Each scenario is taken once, by the worker that claims its index.
-    let work: Vec<Mutex<Option<Scenario>>> =
-        scenarios.into_iter().map(|s| Mutex::new(Some(s))).collect();
-    let next = AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<Report, String>>> = (0..n).map(|_| None).collect();
-    std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::channel();
-        for _ in 0..jobs {
-            let tx = tx.clone();
-            let (work, next) = (&work, &next);
-            scope.spawn(move || {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(slot) = work.get(i) else { break };
-                    let sc = slot.lock().map(|mut s| s.take()).ok().flatten();
-                    let r = match sc {
-                        Some(sc) => run_scenario(sc, |_| {}),
-                        None => Err(format!("run {i}: scenario already taken")),
-                    };
-                    if tx.send((i, r)).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        for (i, r) in rx {
-            results[i] = Some(r);
-            done(i);
-        }
-    });
-    results
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| r.unwrap_or_else(|| Err(format!("run {i} did not finish"))))
-        .collect()
+    map(
+        &scenarios,
+        jobs,
+        |sc| run_scenario(sc.clone(), |_| {}),
+        |i, _| done(i),
+    )
 }
 
 #[cfg(test)]

@@ -42,6 +42,7 @@ pub(crate) fn bulk_params(
                 chunk,
                 rtt_ns: us_to_ns(*wire_rtt_us),
                 jitter_ns: jitter_us.max(0.0) * 1000.0,
+                stop_ns: sc.workload[wi].stop_ns(),
             })
         }
         _ => None,
@@ -53,6 +54,10 @@ impl Sim {
         for wi in 0..self.sc.workload.len() {
             let wl = wi as u16;
             let start = self.sc.workload[wi].start_ns();
+            if self.sc.workload[wi].probe_per_sec() > 0.0 {
+                let t = start + self.poisson_gap(wi);
+                self.events.push(SimTime(t), Ev::PoissonArrive { wl });
+            }
             match self.sc.workload[wi].clone() {
                 WorkloadCfg::Bulk {
                     nic,
@@ -112,7 +117,13 @@ impl Sim {
                     let t = start + self.poisson_gap(wi);
                     self.events.push(SimTime(t), Ev::PoissonArrive { wl });
                 }
-                WorkloadCfg::Fio { nvme, iodepth, .. } => {
+                WorkloadCfg::Fio {
+                    nvme,
+                    iodepth,
+                    jobs,
+                    rate_iops,
+                    ..
+                } => {
                     let qs: Vec<u32> = (0..self.vq.len() as u32)
                         .filter(|&q| {
                             self.drives[self.vq[q as usize].drive as usize]
@@ -120,12 +131,28 @@ impl Sim {
                                 .starts_with(&nvme)
                         })
                         .collect();
+                    let stop = self.sc.workload[wi].stop_ns();
+                    let per_queue_rate = rate_iops * jobs as f64;
+                    let gap_ns = if positive(per_queue_rate) {
+                        (1e9 / per_queue_rate) as u64
+                    } else {
+                        0
+                    };
                     for q in qs {
+                        self.vq[q as usize].jobs.push(FioJobs {
+                            wl,
+                            gap_ns,
+                            next_submit: SimTime(start),
+                            stop_ns: stop,
+                            completed: 0,
+                        });
+                        let j = self.vq[q as usize].jobs.len() - 1;
                         // Start staggered: one I/O at a time over the first media latency.
                         let lat = self.drives[self.vq[q as usize].drive as usize].latency_ns;
-                        for _ in 0..iodepth {
-                            let t = SimTime(start + self.wls[wi].rng.below(lat.max(1)));
-                            self.nvme_submit_at(q, 1, t);
+                        let spread = lat.max(gap_ns).max(1);
+                        for _ in 0..iodepth.saturating_mul(jobs) {
+                            let t = start + self.wls[wi].rng.below(spread);
+                            self.nvme_submit_paced(q, j, SimTime(t));
                         }
                     }
                 }
@@ -150,7 +177,7 @@ impl Sim {
     fn poisson_gap(&mut self, wi: usize) -> u64 {
         let rate = match &self.sc.workload[wi] {
             WorkloadCfg::Poisson { rate_per_sec, .. } => *rate_per_sec,
-            _ => 0.0,
+            w => w.probe_per_sec(),
         };
         if !positive(rate) {
             return u64::MAX / 4;
@@ -219,8 +246,12 @@ impl Sim {
             return;
         };
         let f = &mut w.flows[flow as usize];
+        let stop = w.bulk.map_or(u64::MAX, |b| b.stop_ns);
         while f.inflight + chunk <= window {
             let send = ack_at.max(f.next_send);
+            if send.ns() >= stop {
+                break;
+            }
             f.next_send = send.after((chunk as f64 * 8.0 / pace_bps * 1e9) as u64);
             f.inflight += chunk;
             let jitter = if jitter_ns > 0.0 {
@@ -302,8 +333,10 @@ impl Sim {
         let s = self.nq[qi].src;
         self.schedule_fire(s);
         let gap = self.train_gap_ns(wi, ni);
-        self.events
-            .push(now.after(gap.max(1)), Ev::TxSegment { wl, q });
+        let next = now.after(gap.max(1));
+        if next.ns() < self.sc.workload[wi].stop_ns() {
+            self.events.push(next, Ev::TxSegment { wl, q });
+        }
     }
 
     /// Which queue RSS puts a flow on.
@@ -356,6 +389,10 @@ impl Sim {
                 *request_bytes,
                 0.0,
             )),
+            // A bulk workload's latency probe: 128-byte requests answered at once.
+            WorkloadCfg::Bulk { nic, .. } | WorkloadCfg::BulkTx { nic, .. } => {
+                Some((nic_index(&self.sc, nic)?, 0.0, 128, 128, 0.0))
+            }
             _ => None,
         }
     }
@@ -413,7 +450,11 @@ impl Sim {
             return;
         };
         let q = self.rss_queue(ni, id);
-        let tag = ((wl as u32) << 24) | (id & 0x00ff_ffff);
+        let id = match self.sc.workload[wl as usize] {
+            WorkloadCfg::Poisson { .. } => id & 0x00ff_ffff,
+            _ => (id & (PROBE_BIT - 1)) | PROBE_BIT,
+        };
+        let tag = ((wl as u32) << 24) | id;
         self.nic_rx(q, 1, req_bytes, tag, sent);
     }
 
@@ -436,15 +477,19 @@ impl Sim {
         let s = self.nq[q as usize].src;
         self.schedule_fire(s);
         let received = done.after(us_to_ns(wire) / 2);
-        self.m.record_latency(received.since(SimTime(sent)), 1);
-        if self.m.counting() {
+        self.m
+            .record_latency(received.since(SimTime(sent)), 1, Some(wl));
+        let rpc = matches!(self.sc.workload[wi], WorkloadCfg::Rpc { .. });
+        if self.m.counting() && client & PROBE_BIT == 0 {
             self.m.c.transactions += 1;
         }
-        let done = &mut self.wls[wi].done;
-        if done.len() <= client as usize {
-            done.resize(client as usize + 1, 0);
+        if rpc {
+            let done = &mut self.wls[wi].done;
+            if done.len() <= client as usize {
+                done.resize(client as usize + 1, 0);
+            }
+            done[client as usize] += 1;
         }
-        done[client as usize] += 1;
         if let WorkloadCfg::Rpc { stop_ms, .. } = self.sc.workload[wi] {
             if stop_ms > 0 && received.ns() >= stop_ms.saturating_mul(1_000_000) {
                 return;
@@ -455,19 +500,70 @@ impl Sim {
         }
     }
 
-    pub(crate) fn nvme_submit(&mut self, q: u32, n: u32) {
+    /// Workload `wl`'s jobs resubmit `n` reads on queue `q` after reaping them: at once, or
+    /// paced by their `rate_iops`; none once they have stopped.
+    pub(crate) fn nvme_resubmit(&mut self, q: u32, n: u32, wl: u16) {
         let now = self.now;
-        self.nvme_submit_at(q, n, now);
+        let Some(j) = self.vq[q as usize].jobs.iter().position(|j| j.wl == wl) else {
+            return;
+        };
+        let jobs = &self.vq[q as usize].jobs[j];
+        if now.ns() >= jobs.stop_ns {
+            return;
+        }
+        if jobs.gap_ns == 0 {
+            self.nvme_submit_at(q, n, now, wl);
+        } else {
+            for _ in 0..n {
+                self.nvme_submit_paced(q, j, now);
+            }
+        }
+    }
+
+    /// One read of the `j`-th jobs of queue `q` at `t` or, under a rate limit, when the limit
+    /// next allows. A read due later waits for its time as an event: submitted ahead, it would
+    /// hold the drive's DMA for everyone's reads until then.
+    fn nvme_submit_paced(&mut self, q: u32, j: usize, t: SimTime) {
+        let jobs = &mut self.vq[q as usize].jobs[j];
+        let at = t.max(jobs.next_submit);
+        jobs.next_submit = at.after(jobs.gap_ns);
+        if at.ns() >= jobs.stop_ns {
+            return;
+        }
+        if at > self.now {
+            self.events.push(
+                at,
+                Ev::FioSubmit {
+                    q,
+                    job: j.min(u16::MAX as usize) as u16,
+                },
+            );
+        } else {
+            let wl = jobs.wl;
+            self.nvme_submit_at(q, 1, at, wl);
+        }
+    }
+
+    /// A read of the `j`-th jobs of queue `q` whose time has come.
+    pub(crate) fn fio_submit_due(&mut self, q: u32, j: usize) {
+        let Some(jobs) = self.vq.get(q as usize).and_then(|v| v.jobs.get(j)) else {
+            return;
+        };
+        if self.now.ns() < jobs.stop_ns {
+            let (now, wl) = (self.now, jobs.wl);
+            self.nvme_submit_at(q, 1, now, wl);
+        }
     }
 
     /// `n` reads submitted on NVMe queue `q` at `t`: media latency (±10%), then DMA on the
     /// drive's link at its bandwidth times the platform's DMA efficiency; each completion lands
     /// when its data has.
-    pub(crate) fn nvme_submit_at(&mut self, q: u32, n: u32, t: SimTime) {
+    pub(crate) fn nvme_submit_at(&mut self, q: u32, n: u32, t: SimTime, wl: u16) {
         let qi = q as usize;
         let di = self.vq[qi].drive as usize;
         let eff = self.plat.efficiency(self.now);
         let d = &mut self.drives[di];
+        d.in_flight += n as u64;
         let jitter = 0.9 + 0.2 * d.rng.unit();
         let media = t.after((d.latency_ns as f64 * jitter) as u64);
         let per_io = d.block_ns / eff;
@@ -480,7 +576,8 @@ impl Sim {
             n,
             bytes,
             EntryKind::Cqe,
-            NO_TAG,
+            // The tag says whose read it is.
+            wl as u32,
             t.ns(),
         );
         let s = self.vq[qi].src;

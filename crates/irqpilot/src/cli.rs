@@ -157,13 +157,31 @@ pub struct SimArgs {
     /// from the schema.
     #[arg(long, conflicts_with_all = ["scenario", "table", "list"])]
     pub keys: bool,
+    /// Generate N held-out machines (scenarios no policy was tuned on; --seed picks the set,
+    /// default 2) and list them, or write them as TOML files with --out.
+    #[arg(long, value_name = "N", conflicts_with_all = ["scenario", "table", "list", "sweep"])]
+    pub generate: Option<usize>,
+    /// With --generate: the directory to write the scenario files into.
+    #[arg(long, value_name = "DIR", requires = "generate")]
+    pub out: Option<PathBuf>,
+    /// Measure issue 10's moderation targets on N generated machines (--seed picks the set,
+    /// default 2) and print each machine's values and their distribution. Long: about 20 s
+    /// per machine here.
+    #[arg(long, value_name = "N", conflicts_with_all = ["scenario", "table", "list"])]
+    pub sweep: Option<usize>,
+    /// With --table moderation: how many generated machines its held-out summary covers
+    /// (default 50; 0 leaves the summary out).
+    #[arg(long, value_name = "N", requires = "table")]
+    pub machines: Option<usize>,
     /// Seed of every random stream (same seed, same bytes).
     #[arg(long)]
     pub seed: Option<u64>,
     /// Simulated time to run (e.g. 1s, 300ms); the warm-up is shortened to fit if needed.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Change a scenario key: moderation=none|static|dim|aim|gsim|irqpilot, aim_mode=0|1|2,
+    /// Change a scenario key: moderation=none|static|dim|aim|gsim|gsim+device|irqpilot
+    /// (gsim: the kernel's GSIM with device moderation off, as its cover letter runs it;
+    /// gsim+device: GSIM over the devices' own moderation), aim_mode=0|1|2,
     /// platform=limited|healthy, seed=N, gsim_<param>=N, or any dotted path
     /// (costs.hardirq_us=0.5, nic.0.queues=16, workload.0.iodepth=8). Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]

@@ -27,6 +27,10 @@ fn read(name: &str) -> String {
 /// tracing their `Deserialize` implementations (so a new field is found without a list here).
 fn accepted_keys() -> BTreeSet<String> {
     let mut tracer = Tracer::new(TracerConfig::default());
+    // Enums first: the tracer needs to have seen each variant before a struct holds one.
+    tracer
+        .trace_simple_type::<irqpilot_core::moderation::global::Idle>()
+        .unwrap();
     tracer.trace_simple_type::<Config>().unwrap();
     let registry = tracer.registry().unwrap();
     let mut out = BTreeSet::new();

@@ -180,7 +180,7 @@ fn gsim_is_configured_journaled_sticky_and_reverted() {
         [
             "kernel soft moderation target_intr_rate = 1000000",
             "kernel soft moderation hardirq_percent = 70",
-            "kernel soft moderation delay_us = 100",
+            "kernel soft moderation delay_us = 250",
             "irq 36: kernel soft moderation on",
             "irq 38: kernel soft moderation on",
             "irq 39: kernel soft moderation on",
@@ -189,7 +189,7 @@ fn gsim_is_configured_journaled_sticky_and_reverted() {
     assert!(outcomes.iter().all(|o| o["result"] == "written"), "{text}");
     assert_eq!(outcomes[2]["old"], "0");
     assert_eq!(outcomes[4]["old"], "off");
-    assert_eq!(read(&root, "proc/irq/soft_moderation/delay_us"), "100\n");
+    assert_eq!(read(&root, "proc/irq/soft_moderation/delay_us"), "250\n");
     assert_eq!(read(&root, "proc/irq/38/soft_moderation"), "1\n");
     assert_eq!(
         read(&root, "proc/irq/24/soft_moderation"),
@@ -321,7 +321,7 @@ fn global_moderator_acts_on_an_emulated_nic() {
     assert_eq!(report.sources.len(), 1);
     assert_eq!(
         report.sources[0].summary,
-        "eth0 queue 0: rx-usecs 0 rx-frames 1 adaptive-rx off"
+        "eth0 queue 0: rx-usecs 0 rx-frames 1 tx-usecs 0 tx-frames 1 adaptive-rx off adaptive-tx off"
     );
     assert_eq!(report.actions.len(), 1, "{:?}", report.actions);
     let a = &report.actions[0];
@@ -368,7 +368,9 @@ fn global_moderator_acts_on_an_emulated_nic() {
     let m = p.machine().unwrap();
     assert_eq!(
         report_knob(&m),
-        format!("eth0 queue 0: rx-usecs {usecs} rx-frames 64 adaptive-rx off")
+        format!(
+            "eth0 queue 0: rx-usecs {usecs} rx-frames 64 tx-usecs {usecs} tx-frames 64 adaptive-rx off adaptive-tx off"
+        )
     );
 }
 
@@ -405,7 +407,7 @@ fn daemon_runs_moderation_next_to_placement() {
     ]);
     let line: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert!(line["written"].as_u64().unwrap() >= 6, "{text}");
-    assert_eq!(read(&root, "proc/irq/soft_moderation/delay_us"), "100\n");
+    assert_eq!(read(&root, "proc/irq/soft_moderation/delay_us"), "250\n");
     assert_eq!(read(&root, "proc/irq/39/soft_moderation"), "1\n");
     let journal = Journal::open(root.join(DEFAULT_JOURNAL)).unwrap();
     assert!(
@@ -476,10 +478,12 @@ fn a_driver_without_frame_counts_is_not_rewritten_every_period() {
         let applied = p.apply(&plan);
         assert_eq!(applied.failures(), 0, "{applied:?}");
     }
-    // The delay climbs to its cap under a rate the NIC cannot lower, then holds.
+    // The delay climbs to its ceiling under a rate the NIC cannot lower (one busy queue against
+    // a 1 M/s target needs at most ~1 us), then holds.
     let st = eth.state();
-    assert_eq!(st.nics["eth0"].device.rx_coalesce_usecs, 100);
-    assert!(sets >= 1);
+    let usecs = st.nics["eth0"].device.rx_coalesce_usecs;
+    assert!((1..=3).contains(&usecs), "{usecs}");
+    assert!((1..=5).contains(&sets), "{sets} sets");
     assert_eq!(
         repeats, 0,
         "{sets} sets, {repeats} of them the value already there"
@@ -499,7 +503,7 @@ fn small_delays_on_an_itr_driver_are_its_least_real_time() {
     let m = p.machine().unwrap();
     assert_eq!(
         report_knob(&m),
-        "eth0 device-wide: rx-usecs 3 rx-frames 0 adaptive-rx off (least rx-usecs 10)"
+        "eth0 device-wide: rx-usecs 3 rx-frames 0 tx-usecs 0 tx-frames 0 adaptive-rx off adaptive-tx off (least rx-usecs 10)"
     );
     let cfg = GlobalModerationConfig::default();
     let mut global = GlobalModerator::new(cfg.clone());

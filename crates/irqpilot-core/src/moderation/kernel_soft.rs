@@ -1,7 +1,7 @@
 //! Configuring the kernel's own software interrupt moderation (GSIM) where the kernel carries it.
 //!
-//! The GSIM-like targets of `[moderation]` ([`GlobalModerationConfig`]: `delay_us`,
-//! `target_intr_rate`, `hardirq_percent`) are GSIM's own parameter names; on a kernel that has
+//! The GSIM-like targets of `[moderation]` ([`GlobalModerationConfig`]: `delay_us`, the latency
+//! ceiling, `target_intr_rate`, `hardirq_percent`) are GSIM's own parameter names; on a kernel that has
 //! GSIM ([`ModerationInventory::soft`] is present) this policy writes them into the kernel and
 //! enables GSIM on each device IRQ that offers it ([`Knob::Soft`]). The kernel's per-CPU loops
 //! then do the moderation; [`super::global::GlobalModerator`] leaves those IRQs alone.
@@ -174,7 +174,7 @@ mod tests {
                 },
                 Action::SetSoftModeration {
                     param: "delay_us".into(),
-                    value: 100
+                    value: 250
                 },
                 Action::SetIrqSoftModeration {
                     irq: IrqNum(40),
@@ -187,7 +187,7 @@ mod tests {
         if let Some(s) = m.moderation.soft.as_mut() {
             s.params.insert("target_intr_rate".into(), 1_000_000);
             s.params.insert("hardirq_percent".into(), 70);
-            s.params.insert("delay_us".into(), 100);
+            s.params.insert("delay_us".into(), 250);
         }
         m.moderation
             .knobs

@@ -24,6 +24,15 @@ pub enum Knob {
         rx_max_frames: u32,
         /// Current `adaptive-rx`.
         adaptive_rx: bool,
+        /// Current `tx-usecs` (0 where the driver has no TX moderation).
+        #[serde(default)]
+        tx_usecs: u32,
+        /// Current `tx-frames`.
+        #[serde(default)]
+        tx_max_frames: u32,
+        /// Current `adaptive-tx`.
+        #[serde(default)]
+        adaptive_tx: bool,
         /// The least `rx-usecs` the driver reads as a time: Intel's e1000, e1000e, igb and
         /// igc take 1-4 as ITR mode numbers and refuse 2 and 5-9 (their minimum is 10 us);
         /// 1 elsewhere.

@@ -94,6 +94,7 @@ pub(super) fn counters(mut b: Builder) -> (Machine, Snapshot) {
         interrupts: table,
         stat: Some(stat),
         softirqs: Some(softirqs),
+        ..Snapshot::default()
     };
     (b.machine, snapshot)
 }

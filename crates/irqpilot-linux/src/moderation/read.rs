@@ -196,6 +196,9 @@ pub fn read_moderation(
                         rx_usecs: c.rx_coalesce_usecs,
                         rx_max_frames: c.rx_max_coalesced_frames,
                         adaptive_rx: c.use_adaptive_rx_coalesce != 0,
+                        tx_usecs: c.tx_coalesce_usecs,
+                        tx_max_frames: c.tx_max_coalesced_frames,
+                        adaptive_tx: c.use_adaptive_tx_coalesce != 0,
                         min_usecs: min_coalesce_usecs(driver_of(machine, irq)),
                     });
                 }

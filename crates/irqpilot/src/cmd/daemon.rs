@@ -213,7 +213,10 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
             // A plan's notes explain changes: worth the journal when it changed something.
             let acted = !plan.actions.is_empty() && step.applied.written() > 0;
             for n in &plan.notes {
-                if acted {
+                // A target the latency ceiling cannot reach is the operator's to resolve.
+                if n.contains("unreachable") {
+                    tracing::warn!(policy = *name, note = n.as_str(), "decided");
+                } else if acted {
                     tracing::info!(policy = *name, note = n.as_str(), "decided");
                 } else {
                     tracing::debug!(policy = *name, note = n.as_str(), "decided");

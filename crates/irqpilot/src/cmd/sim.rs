@@ -28,6 +28,23 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
     if args.list {
         return list(settings, &mut out);
     }
+    if let Some(n) = args.generate {
+        return generate(
+            n,
+            args.seed.unwrap_or(tables::REPORT_SEED),
+            args,
+            settings,
+            &mut out,
+        );
+    }
+    if let Some(n) = args.sweep {
+        return sweep(
+            n,
+            args.seed.unwrap_or(tables::REPORT_SEED),
+            settings,
+            &mut out,
+        );
+    }
     if args.keys {
         let table = irqpilot_sim::keys::reference_table().map_err(anyhow::Error::msg)?;
         out.write_all(table.as_bytes())?;
@@ -38,10 +55,16 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         // the runs done so far (they run on every core, `--jobs`).
         let progress = Progress::spinner(&format!("sim --table {name}"));
         let mut done = 0;
-        let text = tables::table_with_jobs(name, jobs(args), |row| {
-            done += 1;
-            progress.message(format!("sim --table {name}: {done} done, last {row}"));
-        })
+        let text = tables::table_with(
+            name,
+            args.machines.unwrap_or(tables::REPORT_MACHINES),
+            args.seed.unwrap_or(tables::REPORT_SEED),
+            jobs(args),
+            |row| {
+                done += 1;
+                progress.message(format!("sim --table {name}: {done} done, last {row}"));
+            },
+        )
         .map_err(anyhow::Error::msg);
         progress.finish();
         out.write_all(text?.as_bytes())?;
@@ -328,17 +351,29 @@ fn compare(
     if values.is_empty() {
         return crate::usage(format!("--compare {cmp:?}: no values"));
     }
+    let mut reports = Vec::new();
+    let mut skipped: Vec<(String, String)> = Vec::new();
+    let mut ran: Vec<&str> = Vec::new();
     let mut scenarios = Vec::new();
     for v in &values {
         let mut s = sets.to_vec();
         s.push((key.to_string(), v.to_string()));
-        scenarios.push(base.with_sets(&s)?);
+        match base.with_sets(&s) {
+            Ok(sc) => {
+                scenarios.push(sc);
+                ran.push(v);
+            }
+            // A policy that does not apply to this machine (DIM without a NIC) is skipped.
+            Err(e @ irqpilot_sim::ConfigError::NotApplicable { .. }) => {
+                skipped.push((v.to_string(), e.to_string()));
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
-    let mut reports = Vec::new();
     if let Some(path) = page {
         // A page samples each run as it goes: one after another.
         let mut sampled = Vec::new();
-        for (v, sc) in values.iter().zip(scenarios) {
+        for (v, sc) in ran.iter().zip(scenarios) {
             let run = twin::run(
                 sc,
                 &format!("{key}={v}"),
@@ -358,8 +393,8 @@ fn compare(
             done += 1;
             progress.message(format!(
                 "sim --compare {key}: {done} of {} done, last {key}={}",
-                values.len(),
-                values[i]
+                ran.len(),
+                ran[i]
             ));
         });
         progress.finish();
@@ -367,13 +402,19 @@ fn compare(
             reports.push(r.map_err(anyhow::Error::msg)?);
         }
     }
+    let values = ran;
     match settings.format {
         Format::Json => {
-            let runs: Vec<serde_json::Value> = values
+            let mut runs: Vec<serde_json::Value> = values
                 .iter()
                 .zip(&reports)
                 .map(|(v, r)| serde_json::json!({ "value": v, "report": r }))
                 .collect();
+            runs.extend(
+                skipped
+                    .iter()
+                    .map(|(v, why)| serde_json::json!({ "value": v, "skipped": why })),
+            );
             serde_json::to_writer_pretty(
                 &mut *out,
                 &serde_json::json!({ "scenario": base.name, "compare": key, "runs": runs }),
@@ -405,6 +446,119 @@ fn compare(
             }
             writeln!(out, "scenario {}, comparing {key}\n", base.name)?;
             write!(out, "{}", t.render())?;
+            for (v, why) in &skipped {
+                writeln!(out, "skipped {key}={v}: {why}")?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--generate N`: the held-out machines of `seed`, listed or written as scenario files.
+fn generate(
+    n: usize,
+    seed: u64,
+    args: &SimArgs,
+    settings: &Settings,
+    out: &mut impl Write,
+) -> Result<ExitCode> {
+    let machines = irqpilot_sim::heldout::generate(n, seed).map_err(anyhow::Error::msg)?;
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for g in &machines {
+            let path = dir.join(format!("{}.toml", g.scenario.name));
+            std::fs::write(&path, &g.toml)
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    match settings.format {
+        Format::Json => {
+            let v: Vec<serde_json::Value> = machines
+                .iter()
+                .map(|g| {
+                    serde_json::json!({
+                        "name": g.scenario.name,
+                        "load": g.load,
+                        "description": g.scenario.description,
+                        "toml": g.toml,
+                    })
+                })
+                .collect();
+            serde_json::to_writer_pretty(&mut *out, &v)?;
+            writeln!(out)?;
+        }
+        Format::Table => {
+            let mut t = Table::new(&[
+                ("MACHINE", Align::Left),
+                ("LOAD", Align::Left),
+                ("DESCRIPTION", Align::Left),
+            ]);
+            for g in &machines {
+                t.row(vec![
+                    g.scenario.name.clone(),
+                    g.load.name().to_string(),
+                    g.scenario.description.clone(),
+                ]);
+            }
+            write!(out, "{}", t.render())?;
+            if let Some(dir) = &args.out {
+                writeln!(
+                    out,
+                    "wrote {} scenario files to {}",
+                    machines.len(),
+                    dir.display()
+                )?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--sweep N`: issue 10's targets on the held-out machines of `seed`, one line per machine
+/// as it finishes (stderr), then the distribution of each target.
+fn sweep(n: usize, seed: u64, settings: &Settings, out: &mut impl Write) -> Result<ExitCode> {
+    use irqpilot_sim::targets;
+    let generated = irqpilot_sim::heldout::generate(n, seed).map_err(anyhow::Error::msg)?;
+    let mut written = Ok(());
+    let results = targets::evaluate_all(&generated, targets::default_threads(), |r, took| {
+        if settings.format != Format::Table || written.is_err() {
+            return;
+        }
+        let values: Vec<String> = r
+            .values
+            .iter()
+            .map(|(t, v)| {
+                format!(
+                    "{}={v:.3}{}",
+                    t.name(),
+                    if t.pass(*v) { "" } else { " (missed)" }
+                )
+            })
+            .collect();
+        written = writeln!(
+            out,
+            "{} ({:.0} s): {}\n    {}",
+            r.name,
+            took.as_secs_f64(),
+            r.description,
+            values.join(", ")
+        )
+        .and_then(|()| out.flush());
+    })
+    .map_err(anyhow::Error::msg)?;
+    written?;
+    let summary = targets::summarize(&results);
+    match settings.format {
+        Format::Json => {
+            serde_json::to_writer_pretty(
+                &mut *out,
+                &serde_json::json!({ "seed": seed, "machines": results, "summary": summary }),
+            )?;
+            writeln!(out)?;
+        }
+        Format::Table => {
+            writeln!(out, "\n{} machines of seed {seed}:\n", results.len())?;
+            write!(out, "{}", targets::markdown(&summary))?;
         }
     }
     Ok(ExitCode::SUCCESS)

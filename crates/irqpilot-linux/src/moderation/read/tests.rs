@@ -44,6 +44,9 @@ fn coal(usecs: u32) -> EthtoolCoalesce {
         rx_coalesce_usecs: usecs,
         rx_max_coalesced_frames: 32,
         use_adaptive_rx_coalesce: 1,
+        tx_coalesce_usecs: 16,
+        tx_max_coalesced_frames: 64,
+        use_adaptive_tx_coalesce: 1,
         ..Default::default()
     }
 }
@@ -82,6 +85,10 @@ fn nic(device: &str, queue: u32, per_queue: bool, rx_usecs: u32) -> Knob {
         rx_usecs,
         rx_max_frames: 32,
         adaptive_rx: true,
+        // The TX side is read too: the global moderator restores it.
+        tx_usecs: 16,
+        tx_max_frames: 64,
+        adaptive_tx: true,
         min_usecs: 1,
     }
 }

@@ -108,7 +108,8 @@ pub struct OutcomeEntry {
     pub error: Option<ApplyError>,
 }
 
-/// The knob in words: `eth1 queue 3: rx-usecs 8 rx-frames 32 adaptive-rx off`.
+/// The knob in words: `eth1 queue 3: rx-usecs 8 rx-frames 32 tx-usecs 8 tx-frames 32
+/// adaptive-rx off adaptive-tx off`.
 pub fn knob_summary(k: &Knob) -> String {
     match k {
         Knob::NicQueue {
@@ -118,6 +119,9 @@ pub fn knob_summary(k: &Knob) -> String {
             rx_usecs,
             rx_max_frames,
             adaptive_rx,
+            tx_usecs,
+            tx_max_frames,
+            adaptive_tx,
             min_usecs,
         } => {
             let scope = if *per_queue {
@@ -125,7 +129,7 @@ pub fn knob_summary(k: &Knob) -> String {
             } else {
                 "device-wide".into()
             };
-            let onoff = if *adaptive_rx { "on" } else { "off" };
+            let onoff = |b: bool| if b { "on" } else { "off" };
             // Only worth saying where it constrains the moderator (Intel's ITR drivers).
             let floor = if *min_usecs > 1 {
                 format!(" (least rx-usecs {min_usecs})")
@@ -133,7 +137,9 @@ pub fn knob_summary(k: &Knob) -> String {
                 String::new()
             };
             format!(
-                "{device} {scope}: rx-usecs {rx_usecs} rx-frames {rx_max_frames} adaptive-rx {onoff}{floor}"
+                "{device} {scope}: rx-usecs {rx_usecs} rx-frames {rx_max_frames} tx-usecs {tx_usecs} tx-frames {tx_max_frames} adaptive-rx {} adaptive-tx {}{floor}",
+                onoff(*adaptive_rx),
+                onoff(*adaptive_tx)
             )
         }
         Knob::NvmeController {

@@ -1,0 +1,645 @@
+//! Finding the platform's knee from what the machine completes, never from a constant.
+//!
+//! Above an affected platform's knee every further interrupt costs DMA (moderation.md 1.2):
+//! fewer interrupts then buy completions. Below it, with a bandwidth-bound load, the number of
+//! interrupts does not matter; with a latency-bound load (NVMe at iodepth 1, request/response)
+//! every delay costs completions, so more interrupts buy them. The finder moves the target by
+//! probing while the fast loop holds the interrupt rate at it:
+//!
+//! * measure the work done (bytes per interface from `/proc/net/dev`, I/Os per NVMe controller
+//!   from `/proc/diskstats`) over a few periods at the current target (baseline);
+//! * move the target one step, let the fast loop settle, measure again (probe);
+//! * a step **up** is kept unless it cost completions (the knee is below it: undone, and the
+//!   rate remembered as too high); a step **down** is kept only if it bought completions;
+//!   with no difference, the higher target wins (fewer delays, lower latency);
+//! * kept steps double; after an undone step up the search halves its step until it is small,
+//!   then parks; a parked finder probes again after a back-off (1, 2, 4 ... 32 s) or when the
+//!   work done changes by a third (a new load).
+//!
+//! A difference counts only when it exceeds three standard errors of the per-period work (and
+//! 1%), so noise does not walk the target. What it cannot see on a real machine: work that
+//! does not pass through `/proc/net/dev` or `/proc/diskstats` (RDMA, user-space drivers,
+//! GPUs), a load that changes during a probe (it reads as the probe's effect; the next probe
+//! corrects it), and a knee that only some queues' traffic crosses (one root port of several:
+//! the finder sees the sum).
+
+use std::collections::BTreeMap;
+
+/// Periods the fast loop gets to reach a new target before measuring; longer while it has not
+/// settled, up to `SETTLE_MAX`.
+const SETTLE: u32 = 3;
+const SETTLE_MAX: u32 = 12;
+/// Periods measured per baseline or probe.
+const MEASURE: u32 = 6;
+/// First step of a search (relative).
+const FIRST_STEP: f64 = 0.15;
+/// Step of a periodic check from a parked state.
+const RECHECK_STEP: f64 = 0.05;
+/// Smallest step; an undone step up halves down to this, then the search parks.
+const MIN_STEP: f64 = 0.04;
+/// Largest step.
+const MAX_STEP: f64 = 1.0;
+/// Largest first step of a search (to the natural rate).
+const FIRST_PROBE_MAX: f64 = 15.0;
+/// A step up whose work falls this far below the baseline within its first periods is undone
+/// at once: a probe into the platform's collapse should not last the whole window.
+const EARLY_LOSS: f64 = 0.05;
+/// Targets stay at most this fraction of the lowest rate found to cost completions: the loss
+/// shows only past the knee, and bursts above a mean held just under it cross it.
+const MARGIN: f64 = 0.7;
+/// A probe during which the interrupt rate rose this far above its target was not held: the
+/// platform was collapsing under it (a worse result, whatever the work says).
+const UNHELD: f64 = 1.3;
+/// A parked target under which the rate runs this far above it in three periods within
+/// `RUNAWAY_WINDOW` is over the knee: the platform's collapses feed on themselves in bursts.
+const RUNAWAY: f64 = 1.15;
+const RUNAWAY_WINDOW: u64 = 50;
+/// An interrupt rate varying this much (coefficient of variation) over a window that the fast
+/// loop holds is a platform near its cliff: a step down that calms it is a gain.
+const UNSTABLE: f64 = 0.1;
+/// Back-off of a parked finder, first and longest, in periods.
+const BACKOFF_FIRST: u64 = 100;
+const BACKOFF_MAX: u64 = 3200;
+/// A change of the work done by this fraction while parked starts a new search, once the fast
+/// loop has had `QUIET` periods to settle on the new load.
+const LOAD_CHANGE: f64 = 0.33;
+const QUIET: u64 = 30;
+/// A step down that bought nothing is not tried again from the same target for this many
+/// periods (10 s): a probe costs a disturbance, a known answer is not worth one.
+const DOWN_MEMORY: u64 = 1000;
+/// Standard errors a difference must exceed, and the least relative difference that counts.
+const Z: f64 = 3.0;
+const MIN_EFFECT: f64 = 0.01;
+/// Highest target the search may reach, interrupts/s (GSIM's own upper bound of
+/// `target_intr_rate`).
+const MAX_TARGET: f64 = 50_000_000.0;
+/// Per period, the remembered "too high" rate creeps up by this factor, so a knee that moved
+/// (or a noisy verdict) is tried again eventually (about 1% per second at 10 ms periods).
+const FORGET: f64 = 1.0001;
+
+/// What the fast loop and the devices did in one period.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Observation {
+    /// Work per device this period: (device, work per second, weight: its interrupt rate).
+    pub work: Vec<(String, f64, f64)>,
+    /// Whether the fast loop is holding sources back because of the target.
+    pub binding: bool,
+    /// Device interrupts/s this period.
+    pub rate: f64,
+    /// The interrupt rate the devices made when nothing was held back, last seen (0: not
+    /// seen): where the first probe of a search goes.
+    pub natural: f64,
+    /// Whether the fast loop has the rate where it wants it (in its band, or under it with
+    /// nothing held back).
+    pub settled: bool,
+    /// Whether the fast loop is at its limits (every source it holds back at the latency
+    /// ceiling, or at the NVMe threshold its reads in flight allow): a rate above the target
+    /// is then the target's being out of reach, not the platform collapsing.
+    pub at_limit: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Dir {
+    Up,
+    Down,
+}
+
+/// Per-device sums of per-period work.
+#[derive(Clone, Debug, Default)]
+struct Acc {
+    devices: BTreeMap<String, (f64, f64, f64, f64)>,
+    max_rate: f64,
+    /// Periods, sum and sum of squares of the interrupt rate.
+    rates: (f64, f64, f64),
+}
+
+/// Mean, variance and count of one device's per-period work, and its weight.
+#[derive(Clone, Debug, Default)]
+struct Summary {
+    devices: BTreeMap<String, (f64, f64, f64, f64)>,
+    max_rate: f64,
+    /// Coefficient of variation of the interrupt rate over the window.
+    rate_cv: f64,
+}
+
+impl Acc {
+    fn add(&mut self, obs: &Observation) {
+        self.max_rate = self.max_rate.max(obs.rate);
+        self.rates.0 += 1.0;
+        self.rates.1 += obs.rate;
+        self.rates.2 += obs.rate * obs.rate;
+        for (d, w, weight) in &obs.work {
+            let e = self.devices.entry(d.clone()).or_default();
+            e.0 += 1.0;
+            e.1 += w;
+            e.2 += w * w;
+            e.3 += weight;
+        }
+    }
+
+    fn summary(&self) -> Summary {
+        Summary {
+            devices: self
+                .devices
+                .iter()
+                .map(|(d, &(n, s, sq, wt))| {
+                    let mean = s / n;
+                    let var = ((sq / n - mean * mean) * n / (n - 1.0).max(1.0)).max(0.0);
+                    (d.clone(), (mean, var, n, wt / n))
+                })
+                .collect(),
+            max_rate: self.max_rate,
+            rate_cv: {
+                let (n, sum, sq) = self.rates;
+                let mean = sum / n.max(1.0);
+                let var = (sq / n.max(1.0) - mean * mean).max(0.0);
+                if mean > 0.0 { var.sqrt() / mean } else { 0.0 }
+            },
+        }
+    }
+
+    fn total(&self) -> f64 {
+        self.devices.values().map(|(n, s, ..)| s / n).sum()
+    }
+
+    fn samples(&self) -> f64 {
+        self.devices.values().map(|d| d.0).fold(0.0, f64::max)
+    }
+}
+
+impl Summary {
+    /// Mean work per period over every device, and its per-period standard deviation.
+    fn total_and_sd(&self) -> (f64, f64) {
+        let mean = self.devices.values().map(|d| d.0).sum();
+        let var: f64 = self.devices.values().map(|d| d.1).sum();
+        (mean, var.sqrt())
+    }
+}
+
+/// How a probe compared with its baseline.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Verdict {
+    Better,
+    Same,
+    Worse,
+}
+
+/// The weighted relative change of work from `base` to `probe`, with its significance.
+fn compare(base: &Summary, probe: &Summary) -> (Verdict, f64) {
+    let (mut score, mut var, mut wsum) = (0.0, 0.0, 0.0);
+    for (d, &(m0, v0, n0, w0)) in &base.devices {
+        let Some(&(m1, v1, n1, w1)) = probe.devices.get(d) else {
+            continue;
+        };
+        if m0 <= 0.0 {
+            continue;
+        }
+        let w = (w0 + w1) / 2.0 + 1e-9;
+        score += w * (m1 - m0) / m0;
+        var += w * w * (v0 / n0 + v1 / n1) / (m0 * m0);
+        wsum += w;
+    }
+    if wsum <= 0.0 {
+        return (Verdict::Same, 0.0);
+    }
+    let (score, se) = (score / wsum, var.sqrt() / wsum);
+    let bar = (Z * se).max(MIN_EFFECT);
+    let v = if score > bar {
+        Verdict::Better
+    } else if score < -bar {
+        Verdict::Worse
+    } else {
+        Verdict::Same
+    };
+    (v, score)
+}
+
+#[derive(Clone, Debug)]
+enum Phase {
+    Parked,
+    /// Waiting for the fast loop; then measure a baseline (`probe: None`) or a probe.
+    Settle {
+        left: u32,
+        waited: u32,
+        probe: Option<Probe>,
+    },
+    Measure {
+        left: u32,
+        acc: Acc,
+        probe: Option<Probe>,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct Probe {
+    from: f64,
+    dir: Dir,
+    base: Summary,
+}
+
+/// The knee finder. See the module documentation.
+#[derive(Clone, Debug)]
+pub(crate) struct KneeFinder {
+    enabled: bool,
+    target: f64,
+    floor: f64,
+    phase: Phase,
+    step: f64,
+    /// A step up was kept in this search.
+    climbed: bool,
+    /// Direction of the probe after the next baseline.
+    next_dir: Dir,
+    /// Whether a search has ever finished.
+    searched: bool,
+    period: u64,
+    next_search: u64,
+    backoff: u64,
+    /// Lowest target at which more interrupts cost completions.
+    too_high: f64,
+    /// Work done when the finder parked.
+    parked_work: Option<f64>,
+    /// A search was interrupted (the fast loop stopped holding): resume it, not a new one.
+    interrupted: bool,
+    /// Recent parked periods in which the rate ran away above the target.
+    runaways: std::collections::VecDeque<u64>,
+    /// Consecutive periods of a baseline in which the target held nothing back.
+    loose: u32,
+    /// A new load was seen at this period: search once the fast loop had time for it.
+    load_seen: Option<u64>,
+    /// The target from which a step down last bought nothing, and when.
+    down_futile: Option<(f64, u64)>,
+    /// The natural rate a new search's first probe goes to (0: none).
+    first_probe: f64,
+
+    /// What the last decision was, for the plan's notes.
+    last: Option<String>,
+}
+
+impl KneeFinder {
+    pub(crate) fn new(target: f64, floor: f64, enabled: bool) -> KneeFinder {
+        KneeFinder {
+            enabled,
+            target,
+            floor: floor.min(target),
+            phase: Phase::Parked,
+            step: FIRST_STEP,
+            climbed: false,
+            next_dir: Dir::Up,
+            searched: false,
+            period: 0,
+            next_search: 0,
+            backoff: BACKOFF_FIRST,
+            too_high: f64::INFINITY,
+            parked_work: None,
+            interrupted: false,
+            runaways: std::collections::VecDeque::new(),
+            loose: 0,
+            load_seen: None,
+            down_futile: None,
+            first_probe: 0.0,
+            last: None,
+        }
+    }
+
+    /// The target in force, interrupts/s.
+    pub(crate) fn target(&self) -> f64 {
+        self.target
+    }
+
+    /// The lowest rate found to cost completions, if any.
+    pub(crate) fn too_high(&self) -> Option<f64> {
+        self.too_high.is_finite().then_some(self.too_high)
+    }
+
+    /// Whether a search is under way.
+    pub(crate) fn searching(&self) -> bool {
+        !matches!(self.phase, Phase::Parked)
+    }
+
+    /// Takes what the last decision was (once).
+    pub(crate) fn take_note(&mut self) -> Option<String> {
+        self.last.take()
+    }
+
+    /// Gives up a baseline the fast loop stopped holding: back to parked, ready to start again
+    /// as soon as it holds.
+    fn abort(&mut self, work: f64) {
+        self.phase = Phase::Parked;
+        self.parked_work = Some(work);
+        self.interrupted = true;
+    }
+
+    fn park(&mut self, work: f64) {
+        self.phase = Phase::Parked;
+        self.interrupted = false;
+        self.searched = true;
+        self.next_search = self.period + self.backoff;
+        self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
+        self.parked_work = Some(work);
+        self.climbed = false;
+    }
+
+    /// Moves the target one step in `dir` from where it is; `false` when it cannot move.
+    fn step_target(&mut self, dir: Dir) -> bool {
+        let from = self.target;
+        let to = match dir {
+            Dir::Up => (from * (1.0 + self.step))
+                .min(MAX_TARGET)
+                .min(self.too_high * MARGIN),
+            Dir::Down => (from / (1.0 + self.step)).max(self.floor),
+        };
+        if (to - from).abs() < from * MIN_STEP / 2.0 {
+            return false;
+        }
+        self.target = to;
+        true
+    }
+
+    fn start_probe(&mut self, dir: Dir, base: Summary, work: f64) {
+        let from = self.target;
+        if dir == Dir::Up && self.first_probe > from * (1.0 + FIRST_STEP) {
+            self.step = (self.first_probe / from - 1.0).min(FIRST_PROBE_MAX);
+        }
+        self.first_probe = 0.0;
+        if self.step_target(dir) {
+            self.phase = Phase::Settle {
+                left: SETTLE,
+                waited: 0,
+                probe: Some(Probe { from, dir, base }),
+            };
+        } else if dir == Dir::Up && !self.climbed && !self.down_known_futile() {
+            self.start_probe(Dir::Down, base, work);
+        } else {
+            self.park(work);
+        }
+    }
+
+    /// Whether a step down from the current target was found to buy nothing not long ago.
+    fn down_known_futile(&self) -> bool {
+        self.down_futile.is_some_and(|(t, at)| {
+            (t - self.target).abs() <= 0.02 * self.target && self.period - at < DOWN_MEMORY
+        })
+    }
+
+    /// One period.
+    pub(crate) fn observe(&mut self, obs: &Observation) {
+        self.period += 1;
+        self.too_high *= FORGET;
+        if !self.enabled {
+            return;
+        }
+        let work: f64 = obs.work.iter().map(|(_, w, _)| w).sum();
+        // A baseline is given up only when the target held nothing back for a few periods in a
+        // row: a rate hovering at the target is still the target's doing.
+        self.loose = if obs.binding { 0 } else { self.loose + 1 };
+        let lost = self.loose >= 3;
+        let phase = std::mem::replace(&mut self.phase, Phase::Parked);
+        // A step up that the platform does not hold is undone without waiting for the window.
+        let early = match &phase {
+            Phase::Settle { probe: Some(p), .. } if p.dir == Dir::Up => {
+                let (base, sd) = p.base.total_and_sd();
+                let loss = (work - base) / base.max(1e-9);
+                let bar = (2.0 * EARLY_LOSS).max(Z * sd / base.max(1e-9));
+                (loss < -bar || (!obs.at_limit && obs.rate > UNHELD * self.target)).then_some(loss)
+            }
+            Phase::Measure {
+                acc,
+                probe: Some(p),
+                ..
+            } if p.dir == Dir::Up && acc.samples() >= 2.0 => {
+                let (base, sd) = p.base.total_and_sd();
+                let loss = (acc.total() - base) / base.max(1e-9);
+                let bar = EARLY_LOSS.max(Z * sd / (base.max(1e-9) * acc.samples().sqrt()));
+                (loss < -bar || (!obs.at_limit && obs.rate > UNHELD * self.target)).then_some(loss)
+            }
+            _ => None,
+        };
+        // The load left during a probe: whatever the work did, it says nothing about the target.
+        if let Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. } = &phase
+        {
+            if lost {
+                self.target = p.from;
+                self.abort(work);
+                return;
+            }
+        }
+        if let Some(loss) = early {
+            if let Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. } =
+                phase
+            {
+                self.reject_up(p, work, loss * 100.0, "not held");
+            }
+            return;
+        }
+        self.phase = match phase {
+            Phase::Parked => {
+                // Parked above the knee (the load grew, the knee moved): the rate runs away
+                // from a target the fast loop holds everywhere else. Step down at once.
+                // Three runaway periods within half a second.
+                if obs.binding && !obs.at_limit && obs.rate > RUNAWAY * self.target {
+                    self.runaways.push_back(self.period);
+                }
+                while self
+                    .runaways
+                    .front()
+                    .is_some_and(|&p| self.period - p > RUNAWAY_WINDOW)
+                {
+                    self.runaways.pop_front();
+                }
+                if self.runaways.len() >= 3 {
+                    self.runaways.clear();
+                    let to = self.target;
+                    self.too_high = self.too_high.min(to);
+                    self.target = (to * (1.0 - 2.0 * RECHECK_STEP)).max(self.floor);
+                    self.last = Some(format!(
+                        "knee search: the rate ran away above {to:.0}/s: target {:.0}/s",
+                        self.target
+                    ));
+                    self.phase = Phase::Parked;
+                    return;
+                }
+                if self.load_seen.is_none()
+                    && self
+                        .parked_work
+                        .is_some_and(|p| p > 0.0 && ((work - p) / p).abs() > LOAD_CHANGE)
+                {
+                    self.load_seen = Some(self.period);
+                }
+                let load_changed = self.load_seen.is_some_and(|at| self.period - at >= QUIET);
+                if obs.binding && self.interrupted && !load_changed {
+                    self.interrupted = false;
+                    Phase::Settle {
+                        left: SETTLE,
+                        waited: 0,
+                        probe: None,
+                    }
+                } else if obs.binding
+                    // No completions visible (no /proc/net/dev or /proc/diskstats for what
+                    // is moderated): nothing to judge a probe by, so the target stays.
+                    && work > 0.0
+                    && (self.period >= self.next_search || load_changed)
+                {
+                    self.interrupted = false;
+                    self.climbed = false;
+                    self.load_seen = None;
+                    // "Does holding back cost anything?": first try no holding back at all.
+                    self.first_probe = obs.natural;
+                    if load_changed || !self.searched {
+                        self.step = FIRST_STEP;
+                        self.backoff = BACKOFF_FIRST;
+                    } else {
+                        self.step = RECHECK_STEP;
+                    }
+                    self.next_dir = Dir::Up;
+                    Phase::Settle {
+                        left: 0,
+                        waited: 0,
+                        probe: None,
+                    }
+                } else {
+                    if !obs.binding {
+                        self.parked_work = Some(work);
+                    }
+                    Phase::Parked
+                }
+            }
+            Phase::Settle {
+                left,
+                waited,
+                probe,
+            } if left > 0 || (!obs.settled && waited < SETTLE_MAX) => Phase::Settle {
+                left: left.saturating_sub(1),
+                waited: waited + 1,
+                probe,
+            },
+            Phase::Settle { probe, .. } => {
+                if probe.is_none() && lost {
+                    self.abort(work);
+                    return;
+                }
+                let mut acc = Acc::default();
+                acc.add(obs);
+                Phase::Measure {
+                    left: MEASURE - 1,
+                    acc,
+                    probe,
+                }
+            }
+            Phase::Measure {
+                left,
+                mut acc,
+                probe,
+            } => {
+                if probe.is_none() && lost {
+                    self.abort(work);
+                    return;
+                }
+                acc.add(obs);
+                if left > 1 {
+                    Phase::Measure {
+                        left: left - 1,
+                        acc,
+                        probe,
+                    }
+                } else {
+                    let summary = acc.summary();
+                    let total = acc.total();
+                    match probe {
+                        None => {
+                            self.start_probe(self.next_dir, summary, total);
+                            return;
+                        }
+                        Some(p) => {
+                            self.conclude(p, summary, total, obs.binding);
+                            return;
+                        }
+                    }
+                }
+            }
+        };
+    }
+
+    /// Undoes a step up: the knee is below it.
+    fn reject_up(&mut self, p: Probe, work: f64, pct: f64, why: &str) {
+        let to = self.target;
+        self.too_high = self.too_high.min(to);
+        self.target = p.from.min(self.too_high * MARGIN).max(self.floor);
+        self.last = Some(format!(
+            "knee search: {to:.0}/s {why} (work {pct:+.1}%): back to {:.0}/s",
+            self.target
+        ));
+        // Bisect (geometrically) between what holds and what stays clear of the cliff.
+        let room = self.too_high * MARGIN / self.target;
+        self.step = if room > 1.0 { room.sqrt() - 1.0 } else { 0.0 };
+        if self.step < MIN_STEP && (self.climbed || self.down_known_futile()) {
+            self.park(work);
+        } else {
+            // Refine upwards, or, when there is no room above, look below. Either way a fresh
+            // baseline at the restored target first.
+            if self.step < MIN_STEP {
+                self.step = RECHECK_STEP;
+                self.next_dir = Dir::Down;
+            } else {
+                self.next_dir = Dir::Up;
+            }
+            // The platform is coming back from the probe: its backlog drains at more than the
+            // usual rate for a while, and a baseline measured then would flatter the target.
+            self.phase = Phase::Settle {
+                left: 3 * SETTLE,
+                waited: 0,
+                probe: None,
+            };
+        }
+    }
+
+    fn conclude(&mut self, p: Probe, probe: Summary, work: f64, binding: bool) {
+        let (mut verdict, score) = compare(&p.base, &probe);
+        let (from, to) = (p.from, self.target);
+        // Up is the risky direction (towards the cliff): any loss beyond the least effect
+        // undoes it, significant or not; so does a rate the fast loop could not hold.
+        if p.dir == Dir::Up && (probe.max_rate > UNHELD * to || score < -MIN_EFFECT) {
+            verdict = Verdict::Worse;
+        }
+        // A restless rate at the old target is the cliff's edge: a step down that gains a
+        // little, or calms it, is kept.
+        if p.dir == Dir::Down
+            && p.base.rate_cv > UNSTABLE
+            && (score > MIN_EFFECT || probe.rate_cv < p.base.rate_cv / 2.0)
+        {
+            verdict = Verdict::Better;
+        }
+        let pct = score * 100.0;
+        match (p.dir, verdict) {
+            (Dir::Up, Verdict::Better | Verdict::Same) => {
+                self.last = Some(format!(
+                    "knee search: target {from:.0} -> {to:.0}/s kept (work {pct:+.1}%)"
+                ));
+                self.climbed = true;
+                self.step = (self.step * 2.0).min(MAX_STEP);
+                if binding {
+                    self.start_probe(Dir::Up, probe, work);
+                } else {
+                    // The target no longer holds anything back: nothing more to find.
+                    self.park(work);
+                }
+            }
+            (Dir::Up, Verdict::Worse) => self.reject_up(p, work, pct, "cost completions"),
+            (Dir::Down, Verdict::Better) => {
+                self.too_high = self.too_high.min(from);
+                self.last = Some(format!(
+                    "knee search: target {from:.0} -> {to:.0}/s bought completions ({pct:+.1}%)"
+                ));
+                self.step = (self.step * 1.5).min(0.5);
+                self.start_probe(Dir::Down, probe, work);
+            }
+            (Dir::Down, Verdict::Same | Verdict::Worse) => {
+                self.target = from;
+                self.down_futile = Some((from, self.period));
+                self.last = Some(format!(
+                    "knee search: {to:.0}/s bought nothing ({pct:+.1}%): target stays {from:.0}/s"
+                ));
+                self.park(work);
+            }
+        }
+    }
+}

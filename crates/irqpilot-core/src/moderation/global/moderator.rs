@@ -1,0 +1,677 @@
+//! The moderator: per control period, measurements in (exact interrupt counts, `/proc/stat`
+//! ticks, device completions), one plan out. The parts it combines are in the sibling modules;
+//! the module documentation of [`super`] says what each period does.
+
+use super::hardirq::{HardirqVerdict, HardirqWatch};
+use super::knee::{KneeFinder, Observation};
+use super::nic::{
+    MAX_FRAMES, delay_params, holds, idle_params, knob_params, programmed_usecs, stricter,
+};
+use super::nvme::{CtrlInput, NvmeGrid};
+use super::{GlobalModerationConfig, Idle};
+use crate::ids::IrqNum;
+use crate::machine::Machine;
+use crate::moderation::knobs::Knob;
+use crate::plan::{Action, CoalesceParams, Plan};
+use crate::policy::{Policy, PolicyInput};
+use crate::rates::Rates;
+use crate::snapshot::RowLabel;
+use std::collections::{BTreeMap, HashMap};
+
+/// The water level `f` with `sum(min(r, f)) == budget` over `rates` (all non-negative). Returns
+/// `None` when the sum is already within the budget.
+pub fn water_level(rates: &[f64], budget: f64) -> Option<f64> {
+    let total: f64 = rates.iter().sum();
+    if total <= budget {
+        return None;
+    }
+    if budget <= 0.0 {
+        return Some(0.0);
+    }
+    let mut sorted: Vec<f64> = rates.to_vec();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    let mut below = 0.0;
+    for (i, r) in sorted.iter().enumerate() {
+        let remaining = sorted.len() - i;
+        // If every remaining source got `r`, would the budget be exceeded?
+        if below + r * remaining as f64 >= budget {
+            return Some((budget - below) / remaining as f64);
+        }
+        below += r;
+    }
+    sorted.last().copied()
+}
+
+/// A coalescing setting the moderator sent, and what the knob read the period after: a driver
+/// that keeps its own version of it (rounds a delay, has no TX side) is not sent the same
+/// setting again every period.
+#[derive(Clone, Debug)]
+struct Sent {
+    params: CoalesceParams,
+    after: Option<Knob>,
+}
+
+/// One source the moderator may act on this period.
+#[derive(Clone, Debug)]
+struct Src {
+    irq: IrqNum,
+    rate: f64,
+    cpu: Option<u32>,
+    /// Interrupts/s the budgets allow it, when they hold it back.
+    allowance: Option<f64>,
+}
+
+/// The moderator. See the module documentation of [`super`].
+#[derive(Clone, Debug)]
+pub struct GlobalModerator {
+    cfg: GlobalModerationConfig,
+    /// Smoothed interrupt rate per IRQ.
+    smoothed: BTreeMap<IrqNum, f64>,
+    /// Delay (us, fractional) wanted per NIC queue IRQ; absent = idle.
+    delay: BTreeMap<IrqNum, f64>,
+    /// Frames paired with the delay.
+    frames: BTreeMap<IrqNum, u32>,
+    nvme: NvmeGrid,
+    hardirq: HardirqWatch,
+    /// Interrupts/s allowed the moderatable sources of a CPU found over the hardirq limit.
+    cpu_caps: BTreeMap<u32, f64>,
+    knee: KneeFinder,
+    last_target: f64,
+    /// Knob settings found before the moderator first changed them (`idle =
+    /// "driver-default"` gives them back).
+    original: BTreeMap<IrqNum, Knob>,
+    original_nvme: BTreeMap<String, (u8, u16)>,
+    sent: BTreeMap<IrqNum, Sent>,
+    /// The last "unreachable" note, said again only when it changes.
+    unreachable: Option<String>,
+    /// Periods decided so far.
+    period: u64,
+    /// Per NIC queue: when its programmed delay last stepped down, and from what.
+    relaxed: BTreeMap<IrqNum, (u64, u32)>,
+    /// The device interrupt rate last seen with nothing held back.
+    natural: f64,
+    /// Per NIC queue: the least programmed delay found to hold the target (a step below it
+    /// went over), when that was found, and the interface's packets/s then. Whole
+    /// microseconds are a coarse grid at small delays (2 -> 3 us is a third fewer
+    /// interrupts): without this floor the loop would cycle between two grid points.
+    floor: BTreeMap<IrqNum, (u32, u64, f64)>,
+}
+
+/// Periods a learned delay floor lasts (5 s at 10 ms), and the change of an interface's packet
+/// rate that voids it sooner.
+const FLOOR_PERIODS: u64 = 500;
+const FLOOR_RESET: f64 = 0.25;
+
+impl GlobalModerator {
+    /// A moderator with these parameters.
+    pub fn new(cfg: GlobalModerationConfig) -> GlobalModerator {
+        let knee = KneeFinder::new(cfg.target_intr_rate, cfg.min_intr_rate, cfg.knee_search);
+        GlobalModerator {
+            last_target: cfg.target_intr_rate,
+            cfg,
+            smoothed: BTreeMap::new(),
+            delay: BTreeMap::new(),
+            frames: BTreeMap::new(),
+            nvme: NvmeGrid::default(),
+            hardirq: HardirqWatch::default(),
+            cpu_caps: BTreeMap::new(),
+            knee,
+            original: BTreeMap::new(),
+            original_nvme: BTreeMap::new(),
+            sent: BTreeMap::new(),
+            unreachable: None,
+            period: 0,
+            natural: 0.0,
+            relaxed: BTreeMap::new(),
+            floor: BTreeMap::new(),
+        }
+    }
+
+    /// Its parameters.
+    pub fn config(&self) -> &GlobalModerationConfig {
+        &self.cfg
+    }
+
+    /// The delay (us) currently wanted per moderated NIC queue IRQ; queues absent run at their
+    /// idle setting.
+    pub fn delays(&self) -> &BTreeMap<IrqNum, f64> {
+        &self.delay
+    }
+
+    /// The platform-wide device interrupt rate it keeps under, per second: the configured
+    /// `target_intr_rate`, as moved by the knee search (what the metrics export as
+    /// `irqpilot_moderation_target_per_second`).
+    pub fn target_per_sec(&self) -> f64 {
+        if self.cfg.knee_search {
+            self.knee.target()
+        } else {
+            self.cfg.target_intr_rate
+        }
+    }
+
+    /// The NVMe aggregation threshold wanted per controller (entries; 1 = not coalesced).
+    pub fn nvme_thresholds(&self) -> BTreeMap<String, u16> {
+        self.nvme
+            .thresholds()
+            .map(|(n, t)| (n.clone(), t))
+            .collect()
+    }
+
+    /// Whether the knee search is probing now (the target may move for a moment).
+    pub fn knee_searching(&self) -> bool {
+        self.knee.searching()
+    }
+
+    /// The lowest interrupt rate the knee search found to cost completions, if any.
+    pub fn knee_too_high(&self) -> Option<f64> {
+        self.knee.too_high()
+    }
+
+    /// Sources the moderator may act on: NIC and NVMe knobs not excluded.
+    fn movable<'a>(&self, m: &'a Machine) -> impl Iterator<Item = (IrqNum, &'a Knob)> + 'a {
+        let cfg = self.cfg.clone();
+        m.moderation
+            .knobs
+            .iter()
+            .filter(|(_, k)| !matches!(k, Knob::Soft { .. }))
+            .filter(move |(irq, k)| !cfg.excludes(m, **irq, k))
+            .map(|(i, k)| (*i, k))
+    }
+
+    /// Computes wanted delays and thresholds from the input; returns reasons for the plan.
+    fn update(&mut self, input: &PolicyInput<'_>) -> Vec<String> {
+        let mut notes = Vec::new();
+        let Some(rates) = input.rates else {
+            return notes;
+        };
+        self.period += 1;
+        let period = self.period;
+        let m = input.machine;
+        let knobs = &m.moderation.knobs;
+        let w = self.cfg.smoothing.clamp(0.01, 1.0);
+        let mut rate: HashMap<IrqNum, f64> = HashMap::new();
+        for row in &rates.rows {
+            if let RowLabel::Irq(n) = row.label {
+                let prev = self.smoothed.get(&n).copied().unwrap_or(row.total_per_sec);
+                let r = prev + w * (row.total_per_sec - prev);
+                self.smoothed.insert(n, r);
+                rate.insert(n, r);
+            }
+        }
+        let device_total: f64 = m
+            .irqs
+            .values()
+            .filter(|i| i.is_device())
+            .filter_map(|i| rate.get(&i.irq))
+            .sum();
+        let mut srcs: Vec<Src> = self
+            .movable(m)
+            .map(|(irq, _)| Src {
+                irq,
+                rate: rate.get(&irq).copied().unwrap_or(0.0),
+                cpu: m
+                    .irqs
+                    .get(&irq)
+                    .and_then(|i| i.delivered_to())
+                    .and_then(|s| s.first())
+                    .map(|c| c.0),
+                allowance: None,
+            })
+            .collect();
+        let fixed_use = device_total - srcs.iter().map(|s| s.rate).sum::<f64>();
+
+        notes.extend(self.hardirq_caps(rates, &srcs));
+
+        let target = self.target_per_sec();
+        let reaim = (target - self.last_target).abs() > 1e-9 * target;
+        if target > self.last_target {
+            // Floors were learned against the lower target.
+            self.floor.clear();
+        }
+        self.last_target = target;
+        let h = self.cfg.hysteresis;
+        // Aim at the middle of the hysteresis band, not its edge, so a correction lands where
+        // the loop holds still.
+        let aim = target * (1.0 - h / 2.0);
+        let relax_below = target * (1.0 - h);
+        let moderating = !self.delay.is_empty() || self.nvme.thresholds().any(|(_, t)| t > 1);
+        if !moderating {
+            self.natural = device_total;
+        }
+        let over = device_total > target || (reaim && moderating && device_total > aim);
+        if over {
+            let rs: Vec<f64> = srcs.iter().map(|s| s.rate).collect();
+            if let Some(f) = water_level(&rs, (aim - fixed_use).max(0.0)) {
+                notes.push(format!(
+                    "device interrupts {device_total:.0}/s above target {target:.0}/s: sources above {f:.0}/s are capped there"
+                ));
+                for s in srcs.iter_mut().filter(|s| s.rate > f) {
+                    s.allowance = Some(f);
+                }
+            }
+        }
+        // Per-CPU hardirq caps, water-filled over the CPU's sources.
+        for (&cpu, &cap) in &self.cpu_caps {
+            let on: Vec<usize> = (0..srcs.len())
+                .filter(|&i| srcs[i].cpu == Some(cpu))
+                .collect();
+            let rs: Vec<f64> = on.iter().map(|&i| srcs[i].rate).collect();
+            if let Some(f) = water_level(&rs, cap) {
+                for &i in &on {
+                    if srcs[i].rate > f {
+                        let a = srcs[i].allowance.map_or(f, |a| a.min(f));
+                        srcs[i].allowance = Some(a);
+                    }
+                }
+            }
+        }
+
+        // The delay ceiling: with `active` queues each held to `active / target`, the total is
+        // the target; no queue needs more for a reachable target.
+        let max_rate = srcs.iter().map(|s| s.rate).fold(0.0, f64::max);
+        let active = srcs
+            .iter()
+            .filter(|s| s.rate >= (0.01 * max_rate).max(50.0))
+            .count()
+            .max(1);
+        let latency_ceiling = self.cfg.delay_us as f64;
+        let min = self.cfg.min_delay_us as f64;
+        let ceiling = (1.25 * active as f64 * 1e6 / target)
+            .min(latency_ceiling)
+            .max(min);
+        self.check_reachable(m, &srcs, fixed_use, target, &mut notes);
+
+        // Packets per second per interface, for the frame counts.
+        let pps: HashMap<&str, f64> = rates
+            .net
+            .iter()
+            .map(|n| (n.name.as_str(), n.rx_packets_per_sec + n.tx_packets_per_sec))
+            .collect();
+        let mut dev_rate: HashMap<&str, f64> = HashMap::new();
+        for s in &srcs {
+            if let Some(Knob::NicQueue { device, .. }) = knobs.get(&s.irq) {
+                *dev_rate.entry(device.as_str()).or_default() += s.rate;
+            }
+        }
+        let relax = device_total < relax_below;
+        // Whether every NIC queue held back is at the ceiling already.
+        let mut nic_at_limit = true;
+        let mut nic_capped = false;
+        let mut nvme_in: BTreeMap<String, CtrlInput> = BTreeMap::new();
+        let mut nvme_active: BTreeMap<String, usize> = BTreeMap::new();
+        for s in &srcs {
+            match knobs.get(&s.irq) {
+                Some(Knob::NvmeController { controller, .. }) => {
+                    let e = nvme_in
+                        .entry(controller.clone())
+                        .or_insert_with(|| CtrlInput {
+                            name: controller.clone(),
+                            rate: 0.0,
+                            allowance: None,
+                            completions: None,
+                            in_flight_per_vector: None,
+                        });
+                    e.rate += s.rate;
+                    if let Some(a) = s.allowance {
+                        e.allowance = Some(e.allowance.unwrap_or(0.0) + a);
+                    }
+                    if s.rate > 0.0 {
+                        *nvme_active.entry(controller.clone()).or_default() += 1;
+                    }
+                }
+                Some(Knob::NicQueue {
+                    device, min_usecs, ..
+                }) => {
+                    let cur = self.delay.get(&s.irq).copied().unwrap_or(0.0);
+                    let dev_pps = pps.get(device.as_str()).copied().unwrap_or(0.0);
+                    let prog = |d: f64| {
+                        if d >= min {
+                            programmed_usecs(d, *min_usecs)
+                        } else {
+                            0
+                        }
+                    };
+                    let capped = s.allowance.is_some_and(|a| a < s.rate);
+                    if capped {
+                        if let Some(&(at, before)) = self.relaxed.get(&s.irq) {
+                            if period - at <= 10 {
+                                self.floor.insert(s.irq, (before, period, dev_pps));
+                            }
+                        }
+                    }
+                    if let Some(&(_, at, p)) = self.floor.get(&s.irq) {
+                        let moved = p > 0.0 && ((dev_pps - p) / p).abs() > FLOOR_RESET;
+                        if period - at > FLOOR_PERIODS || moved {
+                            self.floor.remove(&s.irq);
+                        }
+                    }
+                    let floor = self.floor.get(&s.irq).map_or(0.0, |f| f.0 as f64);
+                    // A holdoff of `d` spaces a queue's interrupts at least `d` apart beyond
+                    // its own gaps: rate ~ 1 / (1/r0 + d). Moving from rate `r` to `a` takes
+                    // `d + 1/a - 1/r` (at large delays the same as `d * r / a`).
+                    let towards = |a: f64| cur + 1e6 * (1.0 / a - 1.0 / s.rate.max(1.0));
+                    let next = match s.allowance {
+                        Some(a) if a > 0.0 && a < s.rate => {
+                            towards(a).max(cur).max(min).min(ceiling)
+                        }
+                        Some(a) if a <= 0.0 => ceiling,
+                        _ if reaim && cur > 0.0 && device_total > 0.0 && device_total < aim => {
+                            // The target rose: let every held queue up in proportion at once.
+                            towards(s.rate * aim / device_total)
+                                .max(0.0)
+                                .max(floor.min(cur))
+                        }
+                        _ if relax => (cur * (1.0 - self.cfg.relax)).max(floor.min(cur)),
+                        _ => cur.min(ceiling),
+                    };
+                    if capped {
+                        nic_capped = true;
+                        nic_at_limit &= next >= ceiling * 0.99;
+                    }
+                    if !capped && prog(next) < prog(cur) {
+                        self.relaxed.insert(s.irq, (period, prog(cur)));
+                    }
+                    if next >= min {
+                        self.delay.insert(s.irq, next);
+                        let share = s.rate
+                            / dev_rate
+                                .get(device.as_str())
+                                .copied()
+                                .unwrap_or(1.0)
+                                .max(1.0);
+                        let frames = (1.25 * next * dev_pps * share / 1e6).ceil();
+                        let frames = (frames.max(0.0) as u32)
+                            .clamp(self.cfg.rx_frames.min(MAX_FRAMES), MAX_FRAMES);
+                        self.frames.insert(s.irq, frames);
+                    } else {
+                        self.delay.remove(&s.irq);
+                        self.frames.remove(&s.irq);
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Uncapped vectors of a capped controller keep their own rate as allowance.
+        for s in &srcs {
+            if let (Some(Knob::NvmeController { controller, .. }), None) =
+                (knobs.get(&s.irq), s.allowance)
+            {
+                if let Some(e) = nvme_in.get_mut(controller) {
+                    if let Some(a) = e.allowance.as_mut() {
+                        *a += s.rate;
+                    }
+                }
+            }
+        }
+        for d in &rates.disks {
+            let Some(c) = d.nvme_controller.as_ref().and_then(|c| nvme_in.get_mut(c)) else {
+                continue;
+            };
+            c.completions = Some(c.completions.unwrap_or(0.0) + d.ios_per_sec);
+            let active = nvme_active.get(&c.name).copied().unwrap_or(1).max(1) as f64;
+            c.in_flight_per_vector =
+                Some(c.in_flight_per_vector.unwrap_or(0.0) + d.in_flight / active);
+        }
+        let inputs: Vec<CtrlInput> = nvme_in.into_values().collect();
+        let raised = reaim && target > self.cfg.min_intr_rate && device_total < aim;
+        notes.extend(self.nvme.update(&inputs, device_total, aim, relax, raised));
+
+        // What the devices completed, for the knee search.
+        let held = !self.delay.is_empty() || self.nvme.thresholds().any(|(_, t)| t > 1);
+        let mut obs = Observation {
+            work: Vec::new(),
+            rate: device_total,
+            natural: self.natural,
+            settled: device_total <= target * 1.02 && (device_total >= relax_below * 0.98 || !held),
+            at_limit: (nic_capped || self.nvme.at_limit)
+                && nic_at_limit
+                && (!self.nvme_capped(&inputs) || self.nvme.at_limit),
+            binding: device_total >= target || held,
+        };
+        for n in &rates.net {
+            if let Some(r) = dev_rate.get(n.name.as_str()) {
+                obs.work
+                    .push((n.name.clone(), n.rx_bytes_per_sec + n.tx_bytes_per_sec, *r));
+            }
+        }
+        for c in &inputs {
+            if let Some(w) = c.completions {
+                obs.work.push((c.name.clone(), w, c.rate));
+            }
+        }
+        self.knee.observe(&obs);
+        if let Some(n) = self.knee.take_note() {
+            notes.push(n);
+        }
+        notes
+    }
+
+    /// Whether some NVMe controller is over its allowance this period.
+    fn nvme_capped(&self, inputs: &[CtrlInput]) -> bool {
+        inputs.iter().any(|c| c.allowance.is_some())
+    }
+
+    /// Updates the per-CPU rate caps from the hardirq windows; returns notes.
+    fn hardirq_caps(&mut self, rates: &Rates, srcs: &[Src]) -> Vec<String> {
+        let mut notes = Vec::new();
+        self.hardirq.update(rates);
+        let limit = self.cfg.hardirq_percent;
+        let mut cpus: Vec<u32> = srcs.iter().filter_map(|s| s.cpu).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        for cpu in cpus {
+            let cpu_rate: f64 = srcs
+                .iter()
+                .filter(|s| s.cpu == Some(cpu))
+                .map(|s| s.rate)
+                .sum();
+            match self.hardirq.verdict(cpu, limit) {
+                HardirqVerdict::Above {
+                    lower_pct,
+                    share_pct,
+                } => {
+                    let want = limit * (1.0 - self.cfg.hysteresis / 2.0);
+                    let cap = cpu_rate * want / share_pct.max(want);
+                    let cap = self.cpu_caps.get(&cpu).map_or(cap, |c| c.min(cap));
+                    self.cpu_caps.insert(cpu, cap);
+                    self.hardirq.restart(cpu);
+                    notes.push(format!(
+                        "CPU {cpu} above {limit:.0}% hardirq ({share_pct:.0}%, at least {lower_pct:.0}% over its last ticks): its sources held to {cap:.0}/s"
+                    ));
+                }
+                HardirqVerdict::Below { .. } => {
+                    if let Some(c) = self.cpu_caps.get_mut(&cpu) {
+                        *c *= 1.0 + self.cfg.relax;
+                        if *c > 2.0 * cpu_rate.max(1.0) {
+                            self.cpu_caps.remove(&cpu);
+                        }
+                    }
+                }
+                HardirqVerdict::Near | HardirqVerdict::Unknown => {}
+            }
+        }
+        notes
+    }
+
+    /// Says (once per change) when the target cannot be met within the latency ceiling: every
+    /// active NIC queue held to `delay_us` still makes more than the target.
+    fn check_reachable(
+        &mut self,
+        m: &Machine,
+        srcs: &[Src],
+        fixed_use: f64,
+        target: f64,
+        notes: &mut Vec<String>,
+    ) {
+        let per_queue = 1e6 / self.cfg.delay_us as f64;
+        let (mut least, mut nic) = (fixed_use, 0usize);
+        for s in srcs {
+            match m.moderation.knobs.get(&s.irq) {
+                Some(Knob::NicQueue { .. }) if s.rate > per_queue => {
+                    least += per_queue;
+                    nic += 1;
+                }
+                _ => least += s.rate.min(per_queue),
+            }
+        }
+        let msg = (least > target).then(|| {
+            format!(
+                "target {target:.0}/s unreachable within the latency ceiling (delay_us {}): {nic} busy queues at most {per_queue:.0}/s each still make {least:.0}/s",
+                self.cfg.delay_us
+            )
+        });
+        if msg != self.unreachable {
+            if let Some(m) = &msg {
+                notes.push(m.clone());
+            }
+            self.unreachable = msg;
+        }
+    }
+
+    /// The coalescing a NIC queue should have now, if the moderator has a say.
+    fn nic_want(&self, irq: IrqNum, min_usecs: u32) -> Option<CoalesceParams> {
+        match self.delay.get(&irq) {
+            Some(&d) => {
+                let usecs = programmed_usecs(d, min_usecs);
+                let frames = self.frames.get(&irq).copied().unwrap_or(self.cfg.rx_frames);
+                Some(delay_params(usecs, frames))
+            }
+            None => match self.cfg.idle {
+                Idle::None => Some(idle_params()),
+                Idle::DriverDefault => self.original.get(&irq).and_then(knob_params),
+            },
+        }
+    }
+}
+
+impl Policy for GlobalModerator {
+    fn name(&self) -> &'static str {
+        "global-moderation"
+    }
+
+    fn decide(&mut self, input: &PolicyInput<'_>) -> Plan {
+        let mut notes = self.update(input);
+        let m = input.machine;
+        let mut plan = Plan::default();
+        let mut nvme: BTreeMap<String, (u8, u16)> = BTreeMap::new();
+        let movable: Vec<(IrqNum, Knob)> = self.movable(m).map(|(i, k)| (i, k.clone())).collect();
+        for (irq, knob) in &movable {
+            match knob {
+                Knob::NicQueue {
+                    device,
+                    queue,
+                    per_queue,
+                    min_usecs,
+                    ..
+                } => {
+                    if let Some(s) = self.sent.get_mut(irq) {
+                        s.after.get_or_insert_with(|| knob.clone());
+                    }
+                    let Some(want) = self.nic_want(*irq, *min_usecs) else {
+                        continue;
+                    };
+                    if holds(knob, &want) {
+                        self.sent.remove(irq);
+                        if !self.delay.contains_key(irq) && self.original.get(irq) == Some(knob) {
+                            // Back at the driver's own setting: let go.
+                            self.original.remove(irq);
+                        }
+                        continue;
+                    }
+                    if self
+                        .sent
+                        .get(irq)
+                        .is_some_and(|s| s.params == want && s.after.as_ref() == Some(knob))
+                    {
+                        continue; // the driver keeps its own version of what was sent
+                    }
+                    self.original.entry(*irq).or_insert_with(|| knob.clone());
+                    self.sent.insert(
+                        *irq,
+                        Sent {
+                            params: want.clone(),
+                            after: None,
+                        },
+                    );
+                    plan.actions.push(Action::SetCoalesce {
+                        device: device.clone(),
+                        queue: per_queue.then_some(*queue),
+                        params: want,
+                    });
+                }
+                Knob::NvmeController {
+                    controller,
+                    time_100us,
+                    threshold,
+                    ..
+                } => {
+                    let cur = if *time_100us == 0 {
+                        (0, 1)
+                    } else {
+                        (*time_100us, *threshold)
+                    };
+                    nvme.entry(controller.clone()).or_insert(cur);
+                }
+                Knob::Soft { .. } => {}
+            }
+        }
+        // Per-queue actions for a device-wide knob collapse to one (the strictest).
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+        let mut merged: Vec<Action> = Vec::new();
+        for a in plan.actions.drain(..) {
+            if let Action::SetCoalesce {
+                device,
+                queue: None,
+                params,
+            } = &a
+            {
+                if let Some(&i) = seen.get(device) {
+                    if let Action::SetCoalesce { params: p, .. } = &mut merged[i] {
+                        *p = stricter(p, params);
+                    }
+                    continue;
+                }
+                seen.insert(device.clone(), merged.len());
+            }
+            merged.push(a);
+        }
+        plan.actions = merged;
+        for (controller, cur) in nvme {
+            let t = self.nvme.threshold(&controller);
+            let want = if t >= 2 {
+                Some((1, t))
+            } else {
+                match self.cfg.idle {
+                    Idle::None => Some((0, 1)),
+                    Idle::DriverDefault => self.original_nvme.get(&controller).copied(),
+                }
+            };
+            let Some(want) = want else { continue };
+            if want == cur {
+                if t < 2 && self.original_nvme.get(&controller) == Some(&cur) {
+                    self.original_nvme.remove(&controller);
+                }
+                continue;
+            }
+            self.original_nvme.entry(controller.clone()).or_insert(cur);
+            plan.actions.push(Action::SetNvmeCoalescing {
+                controller,
+                time_100us: want.0,
+                threshold: want.1,
+            });
+        }
+        if !self.delay.is_empty() && !plan.actions.is_empty() {
+            let (lo, hi) = self
+                .delay
+                .values()
+                .fold((f64::INFINITY, 0.0f64), |(a, b), d| (a.min(*d), b.max(*d)));
+            notes.push(format!(
+                "{} queues delayed {lo:.0}-{hi:.0} us (target {:.0}/s)",
+                self.delay.len(),
+                self.target_per_sec()
+            ));
+        }
+        plan.notes = notes;
+        plan
+    }
+}

@@ -1,0 +1,349 @@
+//! NVMe Interrupt Coalescing (feature 08h) as a control knob: a coarse grid, one setting per
+//! controller.
+//!
+//! The aggregation time counts 100 us units and the threshold whole completion entries
+//! (moderation.md 5.3); an interrupt fires when either is reached. The controller here works
+//! the threshold and keeps the time at its least non-zero value (100 us), a safety net for a
+//! queue that goes quiet:
+//!
+//! * **Never above the reads in flight.** A threshold larger than a vector's reads in flight
+//!   is reached only by the timer, so every read would wait for it. The mean reads in flight
+//!   per vector come from `/proc/diskstats` (weighted ms over elapsed ms, Little's law); the
+//!   threshold stays at or below three quarters of them. Without `/proc/diskstats` NVMe is not
+//!   coalesced at all (and the plan says why).
+//! * **Up by feedforward.** Over target, the threshold that brings a controller to its
+//!   allowance is `completions / allowance`, rounded up; across controllers some are rounded
+//!   down again while the sum stays within the allowances, so the machine lands between two grid
+//!   points instead of on the coarser one (different settings across queues).
+//! * **Down only when it will hold.** Under target, a controller steps one grid point down only
+//!   when the rate it would then make (the current one times `t / (t - 1)`) keeps the total
+//!   under the aim, at most once per [`DWELL`] periods; and a step down that had to be undone
+//!   sets a floor that holds until the controller's work changes by a quarter. No limit cycle
+//!   between two grid points.
+
+use std::collections::BTreeMap;
+
+/// Periods between two steps down of one controller.
+pub(crate) const DWELL: u64 = 5;
+/// The threshold may use at most this share of a vector's reads in flight.
+const IN_FLIGHT_SHARE: f64 = 0.75;
+/// The largest threshold the field holds (0's based 8 bits).
+pub(crate) const MAX_THRESHOLD: u16 = 256;
+/// Relative change of a controller's completions that voids a learned floor.
+const FLOOR_RESET: f64 = 0.25;
+
+/// One controller's measurements this period.
+#[derive(Clone, Debug)]
+pub(crate) struct CtrlInput {
+    pub name: String,
+    /// Interrupts/s of its vectors together.
+    pub rate: f64,
+    /// Interrupts/s the global budget allows its vectors, when it is over it.
+    pub allowance: Option<f64>,
+    /// Completions/s (`/proc/diskstats` of its namespaces).
+    pub completions: Option<f64>,
+    /// Mean reads in flight per active vector.
+    pub in_flight_per_vector: Option<f64>,
+}
+
+#[derive(Clone, Debug)]
+struct Ctrl {
+    /// Threshold wanted (1 = no coalescing).
+    t: u16,
+    /// Threshold below which it may not go while the load stays (a step down failed).
+    floor: u16,
+    floor_work: f64,
+    last_change: u64,
+    last_down: Option<u64>,
+}
+
+impl Default for Ctrl {
+    fn default() -> Self {
+        Ctrl {
+            t: 1,
+            floor: 1,
+            floor_work: 0.0,
+            last_change: 0,
+            last_down: None,
+        }
+    }
+}
+
+/// The grid controller of every moderated NVMe controller.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NvmeGrid {
+    ctrls: BTreeMap<String, Ctrl>,
+    period: u64,
+    /// The last limit note per controller (said again only when it changes).
+    said: BTreeMap<String, String>,
+    /// Whether a controller over its allowance was held at its largest threshold this period.
+    pub(crate) at_limit: bool,
+}
+
+/// The largest threshold a controller may use.
+fn max_threshold(c: &CtrlInput) -> u16 {
+    match c.in_flight_per_vector {
+        Some(q) if q.is_finite() => ((q * IN_FLIGHT_SHARE).floor() as u16).clamp(1, MAX_THRESHOLD),
+        _ => 1,
+    }
+}
+
+impl NvmeGrid {
+    /// The threshold wanted per controller (1 = off).
+    pub(crate) fn thresholds(&self) -> impl Iterator<Item = (&String, u16)> {
+        self.ctrls.iter().map(|(n, c)| (n, c.t))
+    }
+
+    /// The threshold wanted for `name`.
+    pub(crate) fn threshold(&self, name: &str) -> u16 {
+        self.ctrls.get(name).map_or(1, |c| c.t)
+    }
+
+    /// One period. `total` is the device interrupt rate, `aim` where the fast loop wants it,
+    /// `relax` whether the loop is relaxing (under the target's band), `raised` whether the
+    /// target just rose (every controller may take its share of the room at once). Returns
+    /// notes.
+    pub(crate) fn update(
+        &mut self,
+        inputs: &[CtrlInput],
+        total: f64,
+        aim: f64,
+        relax: bool,
+        raised: bool,
+    ) -> Vec<String> {
+        self.period += 1;
+        let period = self.period;
+        let mut notes = Vec::new();
+        self.ctrls
+            .retain(|name, _| inputs.iter().any(|i| &i.name == name));
+        // Over target: feedforward thresholds, then round some down while the sum holds.
+        let capped: Vec<&CtrlInput> = inputs.iter().filter(|c| c.allowance.is_some()).collect();
+        let mut plan: Vec<(String, u16, f64, f64)> = Vec::new(); // name, t, work, allowance
+        self.at_limit = false;
+        for c in &capped {
+            let a = c.allowance.unwrap_or(c.rate).max(1.0);
+            let cur = self.ctrls.get(&c.name).map_or(1, |s| s.t);
+            let work = c.completions.unwrap_or(c.rate * cur as f64);
+            let need = (work / a - 1e-9).ceil().max(1.0);
+            let tmax = max_threshold(c);
+            let note = if c.in_flight_per_vector.is_none() {
+                Some(format!(
+                    "{}: not coalesced: its reads in flight are unknown (no /proc/diskstats), and a threshold above them would make every read wait",
+                    c.name
+                ))
+            } else if need > tmax as f64 {
+                Some(format!(
+                    "{}: needs more completions per interrupt than its vectors have reads in flight: threshold held at {tmax}",
+                    c.name
+                ))
+            } else {
+                None
+            };
+            self.at_limit |= note.is_some();
+            match note {
+                Some(n) if self.said.get(&c.name) != Some(&n) => {
+                    self.said.insert(c.name.clone(), n.clone());
+                    notes.push(n);
+                }
+                Some(_) => {}
+                None => {
+                    self.said.remove(&c.name);
+                }
+            }
+            let t = (need as u16).min(tmax).max(cur.min(tmax));
+            plan.push((c.name.clone(), t, work, a));
+        }
+        // Rounding down where the allowances together still hold (largest slack first).
+        let allowance: f64 = plan.iter().map(|p| p.3).sum();
+        let predicted = |plan: &[(String, u16, f64, f64)]| -> f64 {
+            plan.iter().map(|(_, t, w, _)| w / *t as f64).sum()
+        };
+        let mut order: Vec<usize> = (0..plan.len()).collect();
+        order.sort_by(|&a, &b| {
+            let slack = |i: usize| plan[i].3 - plan[i].2 / plan[i].1 as f64;
+            slack(b)
+                .total_cmp(&slack(a))
+                .then(plan[a].0.cmp(&plan[b].0))
+        });
+        for i in order {
+            let (name, t, ..) = &plan[i];
+            let cur = self.ctrls.get(name).map_or(1, |s| s.t);
+            if *t <= cur || *t <= 1 {
+                continue; // never below where it is while over target
+            }
+            plan[i].1 -= 1;
+            if predicted(&plan) > allowance {
+                plan[i].1 += 1;
+            }
+        }
+        for (name, t, work, _) in plan {
+            let s = self.ctrls.entry(name).or_default();
+            if t > s.t {
+                // Going up soon after a step down: that step did not hold at this load.
+                if s.last_down.is_some_and(|d| period - d <= 4 * DWELL) {
+                    s.floor = t;
+                    s.floor_work = work;
+                }
+                s.t = t;
+                s.last_change = period;
+            }
+        }
+        // The target rose: each controller down to what its share of the new aim needs.
+        if raised && total > 0.0 && total < aim {
+            for c in inputs.iter().filter(|c| c.allowance.is_none()) {
+                let (Some(s), Some(w)) = (self.ctrls.get_mut(&c.name), c.completions) else {
+                    continue;
+                };
+                let a = c.rate * aim / total;
+                let need = ((w / a.max(1.0) - 1e-9).ceil() as u16).max(s.floor).max(1);
+                if need < s.t {
+                    s.t = need;
+                    s.last_change = period;
+                }
+            }
+        }
+        // Under target: one grid point down where the rate it would make still fits.
+        let mut total = total;
+        for c in inputs.iter().filter(|c| c.allowance.is_none()) {
+            let s = self.ctrls.entry(c.name.clone()).or_default();
+            let tmax = max_threshold(c);
+            if s.t > tmax {
+                // Fewer reads in flight than the threshold: lower it at once (latency).
+                let r = c.rate * s.t as f64 / tmax as f64;
+                total += r - c.rate;
+                s.t = tmax;
+                s.last_change = period;
+                continue;
+            }
+            if let Some(w) = c.completions {
+                if s.floor > 1
+                    && s.floor_work > 0.0
+                    && ((w - s.floor_work) / s.floor_work).abs() > FLOOR_RESET
+                {
+                    s.floor = 1;
+                }
+            }
+            if !relax || s.t <= s.floor.max(1) || period - s.last_change < DWELL {
+                continue;
+            }
+            let t = s.t as f64;
+            let r = c.rate * t / (t - 1.0);
+            if total - c.rate + r <= aim {
+                total += r - c.rate;
+                s.t -= 1;
+                s.last_change = period;
+                s.last_down = Some(period);
+            }
+        }
+        self.ctrls.retain(|_, s| s.t > 1 || s.floor > 1);
+        notes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctrl(name: &str, rate: f64, allowance: Option<f64>, work: f64, q: f64) -> CtrlInput {
+        CtrlInput {
+            name: name.into(),
+            rate,
+            allowance,
+            completions: Some(work),
+            in_flight_per_vector: Some(q),
+        }
+    }
+
+    #[test]
+    fn threshold_never_exceeds_the_reads_in_flight() {
+        let mut g = NvmeGrid::default();
+        // 1 read in flight per vector: no threshold can help without making reads wait.
+        g.update(
+            &[ctrl("nvme0", 1e6, Some(5e5), 1e6, 1.0)],
+            1e6,
+            9e5,
+            false,
+            false,
+        );
+        assert_eq!(g.threshold("nvme0"), 1);
+        // 8 in flight: the threshold for half the rate is 2; for a tenth, capped at 6.
+        g.update(
+            &[ctrl("nvme0", 1e6, Some(5e5), 1e6, 8.0)],
+            1e6,
+            9e5,
+            false,
+            false,
+        );
+        assert_eq!(g.threshold("nvme0"), 2);
+        g.update(
+            &[ctrl("nvme0", 1e6, Some(1e5), 1e6, 8.0)],
+            1e6,
+            9e5,
+            false,
+            false,
+        );
+        assert_eq!(g.threshold("nvme0"), 6);
+        // The load drops to 2 in flight: the threshold follows at once.
+        g.update(
+            &[ctrl("nvme0", 1e5, None, 1e5, 2.0)],
+            1e5,
+            9e5,
+            false,
+            false,
+        );
+        assert_eq!(g.threshold("nvme0"), 1);
+    }
+
+    #[test]
+    fn controllers_land_between_grid_points() {
+        let mut g = NvmeGrid::default();
+        // Four controllers each at 1 M completions/s, allowed 400 k interrupts/s each:
+        // 2.5 per interrupt. All at 3 would give 1.33 M, all at 2 give 2 M > 1.6 M allowed.
+        let cs: Vec<CtrlInput> = (0..4)
+            .map(|i| ctrl(&format!("nvme{i}"), 1e6, Some(4e5), 1e6, 64.0))
+            .collect();
+        g.update(&cs, 4e6, 1.5e6, false, false);
+        let ts: Vec<u16> = (0..4).map(|i| g.threshold(&format!("nvme{i}"))).collect();
+        let rate: f64 = ts.iter().map(|t| 1e6 / *t as f64).sum();
+        assert!(rate <= 1.6e6, "{ts:?} {rate}");
+        assert!(ts.contains(&2) && ts.contains(&3), "{ts:?}");
+    }
+
+    #[test]
+    fn no_limit_cycle_between_two_grid_points() {
+        // One controller, 1 M completions/s, target 480 k: t = 2 gives 500 k (over), t = 3
+        // gives 333 k (under the 10% band, so the loop relaxes). Stepping back to 2 would be
+        // over again; the prediction (333 k x 3 / 2) says so, and the threshold stays at 3.
+        let mut g = NvmeGrid::default();
+        let target = 480_000.0;
+        let aim = 0.95 * target;
+        let mut ts = Vec::new();
+        for _ in 0..200 {
+            let t = g.threshold("nvme0") as f64;
+            let rate = 1e6 / t;
+            let allowance = (rate > target).then_some(aim);
+            let relax = rate < 0.9 * target;
+            g.update(
+                &[ctrl("nvme0", rate, allowance, 1e6, 32.0)],
+                rate,
+                aim,
+                relax,
+                false,
+            );
+            ts.push(g.threshold("nvme0"));
+        }
+        let changes = ts.windows(2).filter(|w| w[0] != w[1]).count();
+        assert!(changes <= 2, "{changes} changes: {:?}", &ts[..40]);
+        assert_eq!(*ts.last().unwrap(), 3);
+    }
+
+    #[test]
+    fn unknown_reads_in_flight_means_no_coalescing_and_a_note() {
+        let mut g = NvmeGrid::default();
+        let mut c = ctrl("nvme0", 1e6, Some(5e5), 1e6, 8.0);
+        c.in_flight_per_vector = None;
+        let notes = g.update(&[c], 1e6, 9e5, false, false);
+        assert_eq!(g.threshold("nvme0"), 1);
+        assert!(notes[0].contains("diskstats"), "{notes:?}");
+    }
+}
