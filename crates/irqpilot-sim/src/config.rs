@@ -891,7 +891,15 @@ impl Scenario {
 }
 
 /// The values `--set moderation=` takes (the binary's `--help` lists the same; a test checks).
-pub const MODERATION_VALUES: &[&str] = &["none", "static", "dim", "aim", "gsim", "irqpilot"];
+pub const MODERATION_VALUES: &[&str] = &[
+    "none",
+    "static",
+    "dim",
+    "aim",
+    "gsim",
+    "gsim+device",
+    "irqpilot",
+];
 
 /// Turns `--set` text into a TOML value: integer, float, boolean, else string.
 fn parse_scalar(raw: &str) -> toml::Value {
