@@ -26,7 +26,7 @@ mod spread;
 mod tests;
 
 pub use capacity::vectors_per_cpu;
-pub use config::{Pin, PlacementConfig, PlacementConfigError};
+pub use config::{Application, Pin, PlacementConfig, PlacementConfigError};
 pub use constraints::{Hold, check_glob, glob_match};
 pub use decision::{CpuLoad, Decision, HeavyIrq, Held, Move, MoveReason, irq_list};
 pub use interval::AdaptiveInterval;

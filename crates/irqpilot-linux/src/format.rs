@@ -13,5 +13,6 @@ pub mod pci;
 pub mod procirq;
 pub mod softirqs;
 pub mod stat;
+pub mod status;
 pub mod sysirq;
 pub mod value;

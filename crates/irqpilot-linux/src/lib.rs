@@ -29,6 +29,7 @@
 
 #![warn(missing_docs)]
 
+pub mod apps;
 pub mod capture;
 pub mod channels;
 pub mod error;

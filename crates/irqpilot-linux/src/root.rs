@@ -5,10 +5,20 @@ use irqpilot_core::{GapReason, PlatformError};
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// Writes `text` to a kernel file in one `write(2)`: procfs and sysfs parse each write as one
-/// request, so a split write would be two different requests.
+/// Writes `text` to a knob file. On procfs and sysfs it is one `write(2)`: the kernel parses
+/// each write as one request (a split write would be two requests) and readers see the old
+/// value or the new one. Anywhere else (a fixture, the twin's exported tree) a plain file would
+/// read empty between the truncate and the write, so the text goes to a temporary file beside
+/// it that is renamed over it: readers see the whole old text or the whole new one, as on a
+/// kernel. Either way the file must exist and be writable by us (the same errors as a kernel
+/// file: ENOENT, EACCES).
 pub(crate) fn write_once(path: &Path, text: &str) -> io::Result<()> {
     use std::io::Write;
+    if !on_kernel_fs(path) {
+        // Opened for writing only to meet the same refusals a kernel file would give.
+        drop(std::fs::OpenOptions::new().write(true).open(path)?);
+        return replace_atomically(path, text);
+    }
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .truncate(true)
@@ -21,6 +31,23 @@ pub(crate) fn write_once(path: &Path, text: &str) -> io::Result<()> {
         ));
     }
     Ok(())
+}
+
+/// `text` into a temporary file next to `path` (same permissions), renamed over `path`.
+fn replace_atomically(path: &Path, text: &str) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.irqpilot-{}", std::process::id()));
+    let perms = std::fs::metadata(path)?.permissions();
+    let result = std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::set_permissions(&tmp, perms))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// File the digital twin writes at the top of its exported tree once the tree is whole (its
@@ -157,13 +184,13 @@ impl Root {
 
 /// `PROC_SUPER_MAGIC` (include/uapi/linux/magic.h).
 const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+/// `SYSFS_MAGIC` (include/uapi/linux/magic.h).
+const SYSFS_MAGIC: i64 = 0x6265_6572;
 
-/// Whether `dir` is on a procfs mount.
-fn is_procfs(dir: &Path) -> bool {
+/// The file system magic of the mount holding `path`, if it can be asked.
+fn fs_magic(path: &Path) -> Option<i64> {
     use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-        return false;
-    };
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: a zeroed statfs is a valid out-parameter; `c` is a NUL-terminated path that lives
     // for the call, and the kernel writes only into `st`.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
@@ -171,7 +198,17 @@ fn is_procfs(dir: &Path) -> bool {
     let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
     #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets.
     let magic = st.f_type as i64;
-    rc == 0 && magic == PROC_SUPER_MAGIC
+    (rc == 0).then_some(magic)
+}
+
+/// Whether `dir` is on a procfs mount.
+fn is_procfs(dir: &Path) -> bool {
+    fs_magic(dir) == Some(PROC_SUPER_MAGIC)
+}
+
+/// Whether `path` is a kernel file (procfs or sysfs), whose writes are requests to the kernel.
+fn on_kernel_fs(path: &Path) -> bool {
+    matches!(fs_magic(path), Some(PROC_SUPER_MAGIC | SYSFS_MAGIC))
 }
 
 /// Whether process `pid` exists (signal 0: existence and permission check only).
@@ -191,6 +228,38 @@ pub(crate) fn process_exists(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On plain files a knob write replaces the file whole: a reader polling it while values
+    /// are written never sees it empty or half written.
+    #[test]
+    fn writes_to_plain_files_are_atomic_for_readers() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("smp_affinity_list");
+        std::fs::write(&path, "0-3\n").unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = {
+            let (path, stop) = (path.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut reads = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let t = std::fs::read_to_string(&path).unwrap();
+                    assert!(t == "0-3\n" || t == "12\n", "read {t:?}");
+                    reads += 1;
+                }
+                reads
+            })
+        };
+        for i in 0..2000 {
+            write_once(&path, if i % 2 == 0 { "12\n" } else { "0-3\n" }).unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(reader.join().unwrap() > 0);
+        // No temporary file is left behind, and a missing or read-only file is refused as a
+        // kernel file would be.
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+        let e = write_once(&d.path().join("gone"), "1\n").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+    }
 
     #[test]
     fn join_ignores_leading_slash() {

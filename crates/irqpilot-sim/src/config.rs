@@ -11,11 +11,13 @@ use serde::{Deserialize, Serialize};
 /// Why a scenario could not be loaded.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
-    /// The TOML did not parse or did not match the schema.
-    #[error("scenario {origin}: {message}")]
+    /// The TOML did not parse, did not match the schema, or holds a value out of range.
+    #[error("scenario {origin}{}: {message}", position.map(|p| format!(":{p}")).unwrap_or_default())]
     Invalid {
         /// File or built-in name.
         origin: String,
+        /// Where in the file, when the error is about a place in it.
+        position: Option<crate::locate::Position>,
         /// What is wrong.
         message: String,
     },
@@ -186,6 +188,20 @@ pub struct Costs {
     /// Work started on a CPU while an SMT sibling of it is busy takes this much longer (the two
     /// threads share one core's execution units). 1 = no effect. See docs/placement-twin.md.
     pub smt_slowdown: f64,
+    /// Latency of waking an application thread on another CPU that is idle (wake-up IPI and
+    /// schedule; 1.5 us, costmodel 1.1 / 3 "IPI latency", U). With RFS, the IPI that hands the
+    /// packets to the thread's CPU.
+    pub wakeup_ipi_us: f64,
+    /// Application time per request served on another last-level cache than the softirq that
+    /// received it: the packet's and the socket's cache lines cross over (ours, U; costmodel
+    /// 2.7: "other core, same LLC: adds remote wakeup (IPI) and LLC transfers").
+    pub remote_cache_us: f64,
+    /// On top of `remote_cache_us` when the two CPUs are on different NUMA nodes (ours, U;
+    /// costmodel 2.7: "other socket: ESnet reports up to 2x throughput loss").
+    pub remote_node_app_us: f64,
+    /// The driver's part of `rx_packet_ns` (XDP-level, 42 ns, costmodel 3): what the IRQ CPU
+    /// still spends per packet when RFS moves the stack to the application's CPU.
+    pub rx_driver_ns: f64,
 }
 
 impl Default for Costs {
@@ -210,8 +226,24 @@ impl Default for Costs {
             migration_cold_factor: 2.0,
             remote_node_packet_factor: 1.0,
             smt_slowdown: 1.0,
+            wakeup_ipi_us: 1.5,
+            remote_cache_us: 0.3,
+            remote_node_app_us: 1.0,
+            rx_driver_ns: 42.0,
         }
     }
+}
+
+/// How received packets reach an application thread on another CPU (kernel
+/// Documentation/networking/scaling.rst).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Steering {
+    /// The IRQ CPU's softirq runs the stack and wakes the thread.
+    #[default]
+    None,
+    /// RFS: the stack runs on the CPU of the thread that reads the flow.
+    Rfs,
 }
 
 /// Which platform MSI limit applies.
@@ -295,8 +327,10 @@ pub struct NicCfg {
     pub link_gbps: f64,
     /// RX/TX queue pairs (one MSI-X vector each).
     pub queues: u32,
-    /// CPUs the queues' IRQs are spread over, as a cpulist (queue i on the i-th CPU, wrapping).
-    /// Default: all CPUs.
+    /// CPUs the driver spreads the queues' IRQs over itself, as a cpulist (queue i on the i-th
+    /// CPU, wrapping). Default: none of its own: each vector goes where the kernel's vector
+    /// matrix puts it, the CPU of the default affinity (`irqaffinity=`, else all) with the
+    /// fewest vectors, so a second NIC's queues follow the first's.
     #[serde(default)]
     pub cpus: Option<String>,
     /// NUMA node of the device.
@@ -391,10 +425,11 @@ pub struct NvmeCfg {
     pub name: String,
     /// Number of drives.
     pub drives: u32,
-    /// I/O queues (vectors) per drive; queue i of a drive is served by the i-th CPU of `cpus`
-    /// after the drive's offset (drive d starts at `d * queues_per_drive`).
+    /// I/O queues (kernel-managed vectors) per drive, at most one per CPU of `cpus`: each
+    /// drive's queues get masks spread over `cpus` as the kernel spreads them, and each vector
+    /// fires on the CPU the kernel's vector matrix picks in its mask (`managed.rs`).
     pub queues_per_drive: u32,
-    /// CPUs the queues spread over (cpulist). Default: all.
+    /// CPUs the queues spread over (cpulist; the kernel spreads over all CPUs). Default: all.
     #[serde(default)]
     pub cpus: Option<String>,
     /// NUMA node.
@@ -509,6 +544,16 @@ pub enum WorkloadCfg {
         /// Service times exponentially distributed (an M/M/1 server) instead of fixed.
         #[serde(default)]
         exponential_service: bool,
+        /// CPUs the server's threads are pinned to (a CPU list, `taskset -c`); each client's
+        /// connection belongs to one of them (client number modulo their count). Absent: a
+        /// request is served on the CPU whose softirq received it.
+        #[serde(default)]
+        app_cpus: Option<String>,
+        /// How a request reaches its thread when that runs on another CPU: `none` (the IRQ
+        /// CPU's softirq runs the stack and wakes the thread), `rfs` (receive flow steering:
+        /// the stack runs on the thread's CPU).
+        #[serde(default)]
+        steering: Steering,
     },
     /// Closed-loop request/response: `clients` outstanding requests, each reissued after the
     /// response plus `think_us`. Latency is measured at the client: request sent to response
@@ -544,6 +589,16 @@ pub enum WorkloadCfg {
         /// `ethtool -N ... action Q`) instead of spreading them by RSS.
         #[serde(default)]
         queue: Option<u32>,
+        /// CPUs the server's threads are pinned to (a CPU list, `taskset -c`); each client's
+        /// connection belongs to one of them (client number modulo their count). Absent: a
+        /// request is served on the CPU whose softirq received it.
+        #[serde(default)]
+        app_cpus: Option<String>,
+        /// How a request reaches its thread when that runs on another CPU: `none` (the IRQ
+        /// CPU's softirq runs the stack and wakes the thread), `rfs` (receive flow steering:
+        /// the stack runs on the thread's CPU).
+        #[serde(default)]
+        steering: Steering,
     },
     /// fio-like random reads on every drive of an NVMe group.
     Fio {
@@ -660,13 +715,15 @@ impl WorkloadCfg {
 }
 
 impl Scenario {
-    /// Parses a scenario from TOML text.
+    /// Parses a scenario from TOML text. Errors name the line and column of what is wrong.
     pub fn from_toml(text: &str, origin: &str) -> Result<Scenario, ConfigError> {
-        let value: toml::Value = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+        let s: Scenario = toml::from_str(text).map_err(|e| ConfigError::Invalid {
             origin: origin.into(),
-            message: e.to_string(),
+            position: e.span().map(|r| crate::locate::position(text, r.start)),
+            message: e.message().trim_end().to_string(),
         })?;
-        Scenario::from_value(value, origin)
+        s.check(origin, Some(text))?;
+        Ok(s)
     }
 
     fn from_value(value: toml::Value, origin: &str) -> Result<Scenario, ConfigError> {
@@ -674,19 +731,35 @@ impl Scenario {
             .try_into()
             .map_err(|e: toml::de::Error| ConfigError::Invalid {
                 origin: origin.into(),
+                position: None,
                 message: e.to_string(),
             })?;
-        s.validate().map_err(|message| ConfigError::Invalid {
-            origin: origin.into(),
-            message,
-        })?;
+        s.check(origin, None)?;
         Ok(s)
+    }
+
+    /// Every check beyond the schema: ranges (errors name the key, and with the file's text
+    /// its position), then the rules across fields.
+    fn check(&self, origin: &str, text: Option<&str>) -> Result<(), ConfigError> {
+        if let Err((key, message)) = crate::ranges::check_ranges(self) {
+            return Err(ConfigError::Invalid {
+                origin: origin.into(),
+                position: text.and_then(|t| crate::locate::locate(t, &key)),
+                message,
+            });
+        }
+        self.validate().map_err(|message| ConfigError::Invalid {
+            origin: origin.into(),
+            position: None,
+            message,
+        })
     }
 
     /// Applies `--set key=value` edits and re-checks the scenario.
     pub fn with_sets(&self, sets: &[(String, String)]) -> Result<Scenario, ConfigError> {
         let mut value = toml::Value::try_from(self).map_err(|e| ConfigError::Invalid {
             origin: self.name.clone(),
+            position: None,
             message: e.to_string(),
         })?;
         for (key, raw) in sets {
@@ -817,6 +890,17 @@ impl Scenario {
     }
 }
 
+/// The values `--set moderation=` takes (the binary's `--help` lists the same; a test checks).
+pub const MODERATION_VALUES: &[&str] = &[
+    "none",
+    "static",
+    "dim",
+    "aim",
+    "gsim",
+    "gsim+device",
+    "irqpilot",
+];
+
 /// Turns `--set` text into a TOML value: integer, float, boolean, else string.
 fn parse_scalar(raw: &str) -> toml::Value {
     if let Ok(i) = raw.parse::<i64>() {
@@ -917,6 +1001,13 @@ fn apply_set(value: &mut toml::Value, key: &str, raw: &str) -> Result<(), Config
             };
             insert_path(value, &["gsim", field], toml::Value::Integer(i)).map_err(|m| bad(key, m))
         }
+        "moderation" if !MODERATION_VALUES.contains(&raw) => Err(bad(
+            key,
+            format!(
+                "expects one of {}, not {raw:?}",
+                MODERATION_VALUES.join(", ")
+            ),
+        )),
         "moderation" => {
             let n = set_in_each(value, "nic", "moderation", v.clone());
             let nvme_mode = match raw {

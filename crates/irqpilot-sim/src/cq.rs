@@ -116,8 +116,9 @@ impl Cq {
         if seq < self.head || seq >= self.tail {
             return None;
         }
-        // Most queries are about the oldest pending entries.
-        if let Some(b) = self.batches.front() {
+        // Most queries are about the oldest pending entries (the head, a frame threshold a few
+        // batches on): a short walk from the front beats a binary search over the ring.
+        for b in self.batches.iter().take(4) {
             if seq <= b.last_seq() {
                 return Some(b.land(seq));
             }
@@ -129,13 +130,22 @@ impl Cq {
     /// Entries from the head that have landed by `now`. Landing times never decrease along the
     /// ring (devices DMA in order), so the scan stops at the first entry still in flight.
     pub(crate) fn landed(&self, now: SimTime) -> u64 {
+        self.landed_up_to(now, u64::MAX)
+    }
+
+    /// `landed(now).min(limit)`, without looking further than `limit` entries.
+    pub(crate) fn landed_up_to(&self, now: SimTime, limit: u64) -> u64 {
         let mut n = 0;
         for b in &self.batches {
+            if n >= limit {
+                return limit;
+            }
             let first = b.first_seq.max(self.head);
             if b.land(first) > now {
                 break;
             }
-            let last_landed = if b.spacing_ns == 0 {
+            // Whole batches that have landed need no division.
+            let last_landed = if b.spacing_ns == 0 || b.last_land() <= now {
                 b.last_seq()
             } else {
                 (b.first_seq + now.since(b.t0) / b.spacing_ns as u64).min(b.last_seq())
@@ -145,7 +155,24 @@ impl Cq {
                 break;
             }
         }
-        n
+        n.min(limit)
+    }
+
+    /// How many of the first `n` entries from the head carry a tag that `pick` accepts.
+    pub(crate) fn count_tagged(&self, n: u64, pick: impl Fn(u32) -> bool) -> u64 {
+        let (mut seen, mut hits) = (0u64, 0u64);
+        for b in &self.batches {
+            if seen >= n {
+                break;
+            }
+            let first = b.first_seq.max(self.head);
+            let take = (b.last_seq() - first + 1).min(n - seen);
+            if b.tag != NO_TAG && pick(b.tag) {
+                hits += take;
+            }
+            seen += take;
+        }
+        hits
     }
 
     /// Consumes `n` entries from the head, calling `f(batch, entries_taken)` per batch portion.
@@ -205,12 +232,15 @@ impl Cq {
                 frames,
                 cqe: true,
             } => {
-                let t = if usecs_ns == 0 {
-                    first
+                let by_frames = nth(frames as u64);
+                if usecs_ns == 0 {
+                    min_opt(first, by_frames)
                 } else {
-                    self.idle_timer(from, arm, usecs_ns)
-                };
-                min_opt(t, nth(frames as u64))
+                    // The timer can only win if it fires before the frame threshold: the
+                    // scan for an idle gap stops there.
+                    let bound = by_frames.unwrap_or(SimTime(u64::MAX));
+                    self.idle_timer(from, arm, usecs_ns, bound).min(bound)
+                }
             }
             HwMod::NvmeAgg { time_ns, threshold } => {
                 if time_ns == 0 || threshold <= 1 {
@@ -223,8 +253,9 @@ impl Cq {
     }
 
     /// CQE mode: every entry restarts the timer; it fires `u` after an entry not followed by
-    /// another within `u`.
-    fn idle_timer(&self, from: u64, arm: SimTime, u: u64) -> SimTime {
+    /// another within `u`. Entries landing after `bound` are not looked at: any answer later
+    /// than `bound` is as good as `bound` to the caller.
+    fn idle_timer(&self, from: u64, arm: SimTime, u: u64, bound: SimTime) -> SimTime {
         let mut prev: Option<SimTime> = None;
         for b in &self.batches {
             if b.last_seq() < from {
@@ -232,6 +263,12 @@ impl Cq {
             }
             let s = b.first_seq.max(from);
             let start = b.land(s).max(arm);
+            if start > bound {
+                // This entry and every later one land after the bound: the timer fires `u`
+                // after the last entry before them, or after the bound (the caller takes the
+                // earlier of the answer and the bound).
+                return prev.map_or(bound, |p| p.after(u));
+            }
             if let Some(p) = prev {
                 if start.since(p) > u {
                     return p.after(u);

@@ -10,9 +10,12 @@
 //!    and `proc/irq/default_smp_affinity`. A file whose text differs from what the twin wrote
 //!    last was written by an outside tool: it is parsed with `irqpilot_linux::format::procirq`
 //!    and applied to the simulated machine as the kernel would take the write (the vector
-//!    matrix, ENOSPC, kernel-managed IRQs: `vectors.rs`). Text that does not parse is given one
-//!    more step (a writer may be between its truncate and its write) and then refused like the
-//!    kernel's EINVAL. Every outside write is logged with its outcome.
+//!    matrix, ENOSPC, kernel-managed IRQs: `vectors.rs`). A writer's truncate and its write
+//!    are two steps for a plain file, where a kernel takes one request: an empty file, or text
+//!    that does not parse, is judged only a whole step after it was first seen, and the twin
+//!    writes nothing over such a file meanwhile. Still empty then: no write happened (the old
+//!    text goes back, nothing is logged); still unparsable: refused like the kernel's EINVAL.
+//!    Every outside write is logged with its outcome.
 //! 2. The simulation runs to the next step.
 //! 3. [`TreeExport::refresh`] rewrites what changed: `proc/interrupts`, `proc/stat`,
 //!    `proc/softirqs`, `proc/net/dev`, `proc/diskstats`, `sys/kernel/irq/N/per_cpu_count`, and
@@ -137,6 +140,15 @@ struct IrqFiles {
     total: u64,
 }
 
+/// Text found in a writable file that is neither the twin's nor a complete value.
+#[derive(Clone, Debug, PartialEq)]
+struct Unparsed {
+    irq: Option<IrqNum>,
+    text: String,
+    /// [`TreeExport::steps`] when first seen.
+    seen_at_step: u64,
+}
+
 /// A live tree of one simulated machine.
 #[derive(Debug)]
 pub struct TreeExport {
@@ -145,8 +157,9 @@ pub struct TreeExport {
     nr_cpu_ids: u32,
     /// Text last written to files outside tools may write, by path relative to the root.
     written: BTreeMap<String, String>,
-    /// Unparsable text seen once, by path: refused if it is still there at the next step.
-    unparsed: BTreeMap<String, (Option<IrqNum>, String)>,
+    /// Text that did not parse (or an empty file: a writer between its truncate and its
+    /// write), by path, with the step at which it was first seen: judged only at a later step.
+    unparsed: BTreeMap<String, Unparsed>,
     /// IRQs whose affinity files must be written again (an outside write was taken or refused).
     dirty: BTreeSet<IrqNum>,
     dirty_default: bool,
@@ -335,21 +348,32 @@ impl TreeExport {
                 result,
             });
         }
-        // Unparsable text still there a step later: refused (EINVAL), the old text goes back.
-        for (rel, (irq, text)) in std::mem::take(&mut self.unparsed) {
-            if self.read(&rel).ok().as_deref() != Some(text.as_str()) {
+        // Text that did not parse and is still there a whole step after it was first seen is
+        // judged now; what was first seen in this pick-up waits for the next one (a writer may
+        // be between its truncate and its write). Still empty: nothing was written (a kernel
+        // takes no request from an open with O_TRUNC alone), the old text silently goes back.
+        // Anything else: refused as the kernel's EINVAL, the old text goes back.
+        for (rel, u) in std::mem::take(&mut self.unparsed) {
+            if u.seen_at_step >= self.steps {
+                self.unparsed.insert(rel, u);
                 continue;
             }
-            match irq {
+            if self.read(&rel).ok().as_deref() != Some(u.text.as_str()) {
+                continue;
+            }
+            match u.irq {
                 Some(irq) => {
                     self.dirty.insert(irq);
                 }
                 None => self.dirty_default = true,
             }
+            if u.text.trim().is_empty() {
+                continue;
+            }
             self.writes.push(OutsideWrite {
                 at_ns,
                 file: rel,
-                text: text.trim().to_string(),
+                text: u.text.trim().to_string(),
                 result: Err(ApplyError::Invalid),
             });
         }
@@ -394,13 +418,30 @@ impl TreeExport {
         if self.written.get(rel) == Some(&text) {
             return Ok(None);
         }
-        match parse(&text) {
-            Ok(cpus) => {
+        // An empty file is a writer between its truncate and its write, never a value (an
+        // empty list would parse as no CPU and be refused as the kernel's EINVAL).
+        let parsed = if text.trim().is_empty() {
+            None
+        } else {
+            parse(&text).ok()
+        };
+        match parsed {
+            Some(cpus) => {
                 self.unparsed.remove(rel);
                 Ok(Some((text.trim().to_string(), cpus)))
             }
-            Err(_) => {
-                self.unparsed.insert(rel.to_string(), (irq, text));
+            None => {
+                let steps = self.steps;
+                let entry = self.unparsed.entry(rel.to_string()).or_insert(Unparsed {
+                    irq,
+                    text: text.clone(),
+                    seen_at_step: steps,
+                });
+                if entry.text != text {
+                    // Still changing: a writer is at work; judge it from now on.
+                    entry.text = text;
+                    entry.seen_at_step = steps;
+                }
                 Ok(None)
             }
         }
@@ -442,7 +483,16 @@ impl TreeExport {
             let total: u64 = counts.iter().sum();
             let effective = CpuSet::single(irqpilot_core::CpuId(s.cpu));
             let p = format!("proc/irq/{irq}");
-            if last.requested != s.requested || self.dirty.remove(&irq) {
+            let writing = [procirq::SMP_AFFINITY, procirq::SMP_AFFINITY_LIST]
+                .iter()
+                .any(|f| self.unparsed.contains_key(&format!("{p}/{f}")));
+            // A peer in the middle of writing one of the files: renaming over it now would lose
+            // its write; the files are rewritten at a later step.
+            if writing {
+                if last.requested != s.requested {
+                    self.dirty.insert(irq);
+                }
+            } else if last.requested != s.requested || self.dirty.remove(&irq) {
                 self.remember_affinity(irq, &s.requested);
                 for f in [procirq::SMP_AFFINITY, procirq::SMP_AFFINITY_LIST] {
                     let rel = format!("{p}/{f}");

@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+mod apps;
 mod channels;
 pub mod config;
 mod contention;
@@ -26,16 +27,21 @@ pub mod engine;
 pub mod export;
 mod gsim;
 pub mod heldout;
+pub mod keys;
+pub mod locate;
+mod managed;
 mod metrics;
 mod model;
 pub mod placement;
 mod platform;
+mod ranges;
 pub mod report;
 pub mod rng;
 mod runner;
 pub mod scenarios;
 mod sim;
 mod sim_platform;
+pub mod sweep;
 pub mod tables;
 pub mod targets;
 pub mod time;

@@ -32,6 +32,8 @@ pub(crate) struct Counters {
     pub ios: u64,
     pub transactions: u64,
     pub interrupts: u64,
+    /// Requests handed to an application thread on another CPU than their softirq's.
+    pub remote_wakeups: u64,
 }
 
 impl Counters {
@@ -43,6 +45,7 @@ impl Counters {
             ios: self.ios - base.ios,
             transactions: self.transactions - base.transactions,
             interrupts: self.interrupts - base.interrupts,
+            remote_wakeups: self.remote_wakeups - base.remote_wakeups,
         }
     }
 }

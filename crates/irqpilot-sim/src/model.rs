@@ -28,6 +28,10 @@ pub(crate) struct Ns {
     pub cold_extra: u64,
     pub remote_packet_factor: f64,
     pub smt_slowdown: f64,
+    pub wakeup_ipi: u64,
+    pub remote_cache: u64,
+    pub remote_node_app: u64,
+    pub rx_driver: f64,
 }
 
 impl Ns {
@@ -59,6 +63,10 @@ impl Ns {
             } else {
                 1.0
             },
+            wakeup_ipi: us_to_ns(c.wakeup_ipi_us),
+            remote_cache: us_to_ns(c.remote_cache_us),
+            remote_node_app: us_to_ns(c.remote_node_app_us),
+            rx_driver: c.rx_driver_ns.max(0.0).min(c.rx_packet_ns.max(0.0)),
         }
     }
 }
@@ -129,6 +137,16 @@ pub(crate) enum AppWork {
     Resubmit { q: u32, n: u32, wl: u16 },
 }
 
+/// Application work waiting for its CPU: it may not start before `ready` (a cross-CPU
+/// wake-up), and costs `extra_ns` on top of its own work (cache lines pulled across, the stack
+/// under RFS).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Queued {
+    pub ready: SimTime,
+    pub extra_ns: u64,
+    pub work: AppWork,
+}
+
 /// One logical CPU.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Cpu {
@@ -137,7 +155,7 @@ pub(crate) struct Cpu {
     pub soft: Option<Job>,
     pub poll_list: VecDeque<u32>,
     pub app: Option<Job>,
-    pub app_queue: VecDeque<AppWork>,
+    pub app_queue: VecDeque<Queued>,
     /// Time in hardirq, softirq and application work (ns).
     pub hard_ns: u64,
     pub soft_ns: u64,
@@ -282,6 +300,8 @@ pub(crate) struct NicQueue {
     /// Trains for this queue still landing.
     pub trains: u32,
     pub napi_scheduled: bool,
+    /// Some workload on this NIC steers its packets with RFS.
+    pub rfs: bool,
     pub rx_pkts: u64,
     pub rx_bytes: u64,
     pub tx_pkts: u64,
@@ -377,6 +397,10 @@ pub(crate) struct WlState {
     pub sent: Vec<u64>,
     /// Requests completed per RPC client (fairness between clients).
     pub done: Vec<u64>,
+    /// CPUs of the application's threads (empty: requests are served where received).
+    pub app_cpus: Vec<u32>,
+    /// Received packets are steered to the thread's CPU (RFS).
+    pub rfs: bool,
 }
 
 /// Set in the id of a latency-probe request (ids of real requests stay below it), so the

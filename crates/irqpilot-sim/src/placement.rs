@@ -141,9 +141,8 @@ pub(crate) fn apply_set(value: &mut toml::Value, raw: &str) -> Result<(), String
 }
 
 /// Machine set-up placement depends on, once the devices exist: SMT siblings, the boot-time
-/// default affinity (`irqaffinity=`), kernel-managed vectors steered off isolated CPUs under
-/// `isolcpus=managed_irq` (balancing.md 5.4: delivery goes to a housekeeping CPU of the mask),
-/// and the initial layout checked against the vector capacity.
+/// default affinity (`irqaffinity=`), and the initial layout checked against the vector
+/// capacity (kernel-managed vectors reserve a slot on every CPU of their mask, `managed.rs`).
 pub(crate) fn prepare(sim: &mut Sim) -> Result<(), String> {
     sim.init_smt();
     let iso = isolation_of(&sim.sc.machine)?;
@@ -152,27 +151,6 @@ pub(crate) fn prepare(sim: &mut Sim) -> Result<(), String> {
         let within = aff.intersection(&online);
         if !within.is_empty() {
             sim.default_affinity = within;
-        }
-    }
-    if let Some(isolated) = iso.managed_irq_isolation() {
-        let hk = online.difference(isolated);
-        if !hk.is_empty() {
-            for i in 0..sim.srcs.len() {
-                let managed = matches!(sim.srcs[i].dev, crate::model::Dev::Nvme(_));
-                if managed && isolated.contains(CpuId(sim.srcs[i].cpu)) {
-                    let used = sim.vectors_per_cpu();
-                    if let Some(c) = hk.iter().min_by_key(|c| (used[c.0 as usize], c.0)) {
-                        sim.srcs[i].cpu = c.0;
-                    }
-                }
-            }
-        }
-    }
-    // A managed queue vector's mask is the CPU group it serves; the twin takes it as the one
-    // CPU it is delivered to (a queue per CPU, as NVMe has), where its vector is reserved.
-    for s in sim.srcs.iter_mut() {
-        if matches!(s.dev, crate::model::Dev::Nvme(_)) {
-            s.requested = CpuSet::single(CpuId(s.cpu));
         }
     }
     let cap = sim.sc.machine.vectors_per_cpu;

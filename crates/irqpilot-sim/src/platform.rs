@@ -17,9 +17,10 @@ use crate::time::{SimTime, US};
 /// Buckets in the sliding rate window.
 const BUCKETS: usize = 8;
 
-/// Platform state.
+/// The platform's MSI delivery state (named apart from the `irqpilot_core::Platform` trait,
+/// which the twin implements as `SimPlatform`).
 #[derive(Clone, Debug)]
-pub(crate) struct Platform {
+pub(crate) struct MsiPlatform {
     knee: f64,
     gamma: f64,
     min_eff: f64,
@@ -29,6 +30,8 @@ pub(crate) struct Platform {
     counts: [u64; BUCKETS],
     /// Bucket number (`time / bucket_ns`) of the newest bucket.
     head: u64,
+    /// Start of the bucket after the newest one.
+    head_end: u64,
     /// Time of the last update (the newest bucket covers up to here).
     last: u64,
     in_window: u64,
@@ -36,10 +39,10 @@ pub(crate) struct Platform {
     pub msis: u64,
 }
 
-impl Platform {
-    pub(crate) fn new(cfg: &PlatformCfg) -> Platform {
+impl MsiPlatform {
+    pub(crate) fn new(cfg: &PlatformCfg) -> MsiPlatform {
         let window_ns = (cfg.rate_window_us * US as f64).max(BUCKETS as f64) as u64;
-        Platform {
+        MsiPlatform {
             knee: cfg.knee_per_sec().max(1.0),
             gamma: cfg.gamma.max(0.0),
             min_eff: cfg.min_efficiency.clamp(0.001, 1.0),
@@ -47,6 +50,7 @@ impl Platform {
             bucket_ns: window_ns / BUCKETS as u64,
             counts: [0; BUCKETS],
             head: 0,
+            head_end: window_ns / BUCKETS as u64,
             last: 0,
             in_window: 0,
             msis: 0,
@@ -56,6 +60,10 @@ impl Platform {
     /// Slides the window so its newest bucket holds `now`.
     fn advance(&mut self, now: SimTime) {
         self.last = self.last.max(now.ns());
+        // Most updates fall in the newest bucket: no division then.
+        if now.ns() < self.head_end {
+            return;
+        }
         let b = now.ns() / self.bucket_ns;
         if b <= self.head {
             return;
@@ -71,6 +79,7 @@ impl Platform {
             }
         }
         self.head = b;
+        self.head_end = (b + 1) * self.bucket_ns;
     }
 
     /// Records an MSI write at `now`; returns the delay until it reaches the CPU.
@@ -91,7 +100,10 @@ impl Platform {
     /// MSIs per second over the time the window covers: the older buckets in full and the
     /// newest one up to the last update.
     fn rate(&self) -> f64 {
-        let covered = (BUCKETS as u64 - 1) * self.bucket_ns + self.last % self.bucket_ns + 1;
+        // `last` lies in the newest bucket, which ends at `head_end`.
+        let covered = (BUCKETS as u64 - 1) * self.bucket_ns
+            + (self.last + self.bucket_ns - self.head_end)
+            + 1;
         self.in_window as f64 * 1e9 / covered as f64
     }
 
@@ -124,7 +136,7 @@ mod tests {
             kind,
             ..PlatformCfg::default()
         };
-        let mut p = Platform::new(&cfg);
+        let mut p = MsiPlatform::new(&cfg);
         let gap = (1e9 / rate) as u64;
         let mut t = SimTime::ZERO;
         for _ in 0..(rate as u64 / 100).max(1000) {

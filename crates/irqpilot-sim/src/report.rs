@@ -7,7 +7,7 @@ use crate::time::SEC;
 use serde::Serialize;
 
 /// Request or I/O latency percentiles, microseconds.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Latency {
     /// Median.
     pub p50: f64,
@@ -24,7 +24,7 @@ pub struct Latency {
 }
 
 /// One CPU over the measured interval.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CpuReport {
     /// CPU id.
     pub cpu: u32,
@@ -39,7 +39,7 @@ pub struct CpuReport {
 }
 
 /// One interrupt vector.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SourceReport {
     /// Linux IRQ number.
     pub irq: u32,
@@ -58,7 +58,7 @@ pub struct SourceReport {
 }
 
 /// Platform MSI delivery.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct PlatformReport {
     /// The knee in force (interrupts/s).
     pub knee_per_sec: f64,
@@ -72,7 +72,7 @@ pub struct PlatformReport {
 /// RPC clients (transactions), NVMe queues of a fio workload (I/Os completed). Units that did
 /// nothing at all are left out (they never started). [`Report::fairness`] is the least fair
 /// workload's.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Fairness {
     /// Jain's index `(sum x)^2 / (n sum x^2)`: 1 = equal, 1/n = one queue gets everything.
     pub jain: f64,
@@ -100,7 +100,7 @@ pub fn fairness(work: &[f64]) -> Option<Fairness> {
 }
 
 /// One workload's results.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct WorkloadReport {
     /// Its index in the scenario's `[[workload]]` list.
     pub index: usize,
@@ -128,14 +128,14 @@ fn latency_of(h: &hdrhistogram::Histogram<u64>) -> Latency {
 }
 
 /// Packets and I/Os lost.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Drops {
     /// Packets dropped at the NIC (buffer or RX ring full).
     pub nic_packets: u64,
 }
 
 /// GSIM at the end of the run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct GsimReport {
     /// Mean per-CPU delay (`mod_ns`) over CPUs that took moderated interrupts, us.
     pub mean_delay_us: f64,
@@ -146,7 +146,7 @@ pub struct GsimReport {
 }
 
 /// Simulation bookkeeping (deterministic counts only; wall time is never in the JSON).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SimStats {
     /// Events handled.
     pub events: u64,
@@ -155,7 +155,7 @@ pub struct SimStats {
 }
 
 /// What the placement policy did during the whole run (warm-up included).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct PlacementReport {
     /// `none`, `rotate`, `static`, `irqpilot` or `irqbalance`.
     pub policy: String,
@@ -177,7 +177,7 @@ pub struct PlacementReport {
 }
 
 /// A run's results.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Report {
     /// Scenario name.
     pub scenario: String,
@@ -204,6 +204,10 @@ pub struct Report {
     /// Completed requests per second (request/response scenarios).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transactions_per_sec: Option<f64>,
+    /// Requests per second handed to an application thread on another CPU than the softirq
+    /// that received them (workloads with `app_cpus`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_wakeups_per_sec: Option<f64>,
     /// Request (or I/O) latency.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_us: Option<Latency>,
@@ -359,6 +363,11 @@ impl Sim {
             tx_gbps: has_tx.then(|| round(d.tx_bytes as f64 * 8.0 / secs / 1e9, 4)),
             iops: has_nvme.then(|| round(d.ios as f64 / secs, 0)),
             transactions_per_sec: has_req.then(|| round(d.transactions as f64 / secs, 1)),
+            remote_wakeups_per_sec: self
+                .wls
+                .iter()
+                .any(|w| !w.app_cpus.is_empty())
+                .then(|| round(d.remote_wakeups as f64 / secs, 1)),
             latency_us: latency,
             per_cpu,
             per_source,

@@ -18,6 +18,8 @@ builtin!(
     "aim-e1000-idle-lowload",
     "aim-e1000-pingpong",
     "aim-e1000-pingpong-lowload",
+    "app-pinned-2node",
+    "app-pinned-2node-lowload",
     "balance-p4-4nic-netperf",
     "balance-p4-4nic-netperf-lowload",
     "isolation-rt-24cpu",

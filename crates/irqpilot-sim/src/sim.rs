@@ -16,11 +16,11 @@ use crate::cq::{Cq, HwMod, NO_TAG};
 use crate::engine::EventQueue;
 use crate::metrics::{Metrics, SeriesPoint};
 use crate::model::*;
-use crate::platform::Platform;
+use crate::platform::MsiPlatform;
 use crate::rng::Stream;
 use crate::time::{MS, SEC, SimTime, us_to_ns};
 use irqpilot_core::moderation::{aim, dim};
-use irqpilot_core::{CpuSet, Topology};
+use irqpilot_core::{CpuId, CpuSet, Topology};
 
 /// First Linux IRQ number given to simulated vectors (x86 puts device MSIs above the legacy 24).
 pub(crate) const FIRST_IRQ: u32 = 24;
@@ -44,7 +44,7 @@ pub struct Sim {
     pub(crate) drives: Vec<Drive>,
     pub(crate) vq: Vec<NvmeQueue>,
     pub(crate) wls: Vec<WlState>,
-    pub(crate) plat: Platform,
+    pub(crate) plat: MsiPlatform,
     pub(crate) m: Metrics,
     pub(crate) end: SimTime,
     /// `/proc/irq/default_smp_affinity`.
@@ -57,6 +57,9 @@ pub struct Sim {
     pub(crate) smt_siblings: Vec<Vec<u32>>,
     /// The kernel's software moderation (GSIM).
     pub(crate) gsim: crate::gsim::Gsim,
+    /// Dense last-level-cache key of each CPU (its first sharer); filled only when some
+    /// workload pins its application threads.
+    pub(crate) cpu_llc: Vec<u32>,
     /// Scratch buffers reused on hot paths.
     scratch_served: Vec<(u32, u64)>,
     scratch_lat: Vec<(u64, u32, u32)>,
@@ -90,15 +93,46 @@ impl Sim {
         );
         let ncpu = topo.online.len();
         let k = Ns::new(&sc.costs);
+        let iso = crate::placement::isolation_of(&sc.machine)?;
+        // `/proc/irq/default_smp_affinity` at boot: `irqaffinity=` when it names an online CPU.
+        let boot_default = iso
+            .irqaffinity
+            .as_ref()
+            .map(|a| a.intersection(&topo.online))
+            .filter(|a| !a.is_empty())
+            .unwrap_or_else(|| topo.online.clone());
+        // Vectors requested without an affinity of the driver's own go where x86's vector
+        // matrix puts them: the CPU of the default affinity with the fewest vectors, the lowest
+        // on ties (`matrix_find_best_cpu`), so two NICs continue one after the other.
+        let mut nic_alloc = vec![0u32; ncpu];
         let mut srcs = Vec::new();
         let mut nics = Vec::new();
         let mut nq = Vec::new();
         for (ni, n) in sc.nic.iter().enumerate() {
-            let cpus = cpus_of(&n.cpus, &topo).map_err(|e| format!("nic {}: {e}", n.name))?;
+            let cpus = match &n.cpus {
+                Some(_) => {
+                    Some(cpus_of(&n.cpus, &topo).map_err(|e| format!("nic {}: {e}", n.name))?)
+                }
+                None => None,
+            };
             let first_q = nq.len() as u32;
             for i in 0..n.queues {
                 let src = srcs.len() as u32;
                 let (moder, moder_tx, driver) = nic_moderation(n);
+                let (cpu, requested) = match &cpus {
+                    // The driver spreads its queues itself: queue i on the i-th CPU.
+                    Some(cpus) => (cpus[i as usize % cpus.len()], topo.online.clone()),
+                    None => {
+                        let c = boot_default
+                            .iter()
+                            .map(|c| c.0)
+                            .filter(|&c| (c as usize) < ncpu)
+                            .min_by_key(|&c| (nic_alloc[c as usize], c))
+                            .unwrap_or(0);
+                        (c, boot_default.clone())
+                    }
+                };
+                nic_alloc[cpu as usize] += 1;
                 srcs.push(Source {
                     moder,
                     moder_tx,
@@ -106,10 +140,10 @@ impl Sim {
                     ..Source::boot(
                         FIRST_IRQ + src,
                         format!("{}-TxRx-{i}", n.name),
-                        cpus[i as usize % cpus.len()],
+                        cpu,
                         n.node,
                         Dev::Nic(nq.len() as u32),
-                        topo.online.clone(),
+                        requested,
                         sc.gsim.enabled,
                     )
                 });
@@ -122,6 +156,7 @@ impl Sim {
                     link_free: SimTime::ZERO,
                     trains: 0,
                     napi_scheduled: false,
+                    rfs: false,
                     rx_pkts: 0,
                     rx_bytes: 0,
                     tx_pkts: 0,
@@ -149,8 +184,25 @@ impl Sim {
         }
         let mut drives = Vec::new();
         let mut vq = Vec::new();
+        // Kernel-managed queue vectors (`managed.rs`): spread masks, effective CPUs allocated
+        // in IRQ order, housekeeping CPUs first under `isolcpus=managed_irq`.
+        let managed_hk = iso
+            .managed_irq_isolation()
+            .map(|isolated| topo.online.difference(isolated));
+        let mut managed_alloc = vec![0u32; ncpu];
         for g in &sc.nvme {
             let cpus = cpus_of(&g.cpus, &topo).map_err(|e| format!("nvme {}: {e}", g.name))?;
+            if g.queues_per_drive as usize > cpus.len() {
+                return Err(format!(
+                    "nvme {}: {} queues per drive on {} CPUs: NVMe makes at most one I/O queue \
+                     per CPU",
+                    g.name,
+                    g.queues_per_drive,
+                    cpus.len()
+                ));
+            }
+            let cpu_set: CpuSet = cpus.iter().map(|&c| CpuId(c)).collect();
+            let masks = crate::managed::spread(&topo, &cpu_set, g.queues_per_drive);
             let block_bytes = sc
                 .workload
                 .iter()
@@ -185,16 +237,24 @@ impl Sim {
                             threshold: g.coalesce_threshold,
                         },
                     };
-                    let slot = (d * g.queues_per_drive + i) as usize;
+                    let mask = masks[i as usize].clone();
+                    let cpu = crate::managed::effective_cpu(
+                        &mask,
+                        &topo.online,
+                        managed_hk.as_ref(),
+                        &managed_alloc,
+                    )
+                    .map_or(cpus[0], |c| c.0);
+                    managed_alloc[cpu as usize] += 1;
                     srcs.push(Source {
                         moder,
                         ..Source::boot(
                             FIRST_IRQ + src,
                             format!("{}{d}q{}", g.name, i + 1),
-                            cpus[slot % cpus.len()],
+                            cpu,
                             g.node,
                             Dev::Nvme(vq.len() as u32),
-                            topo.online.clone(),
+                            mask,
                             sc.gsim.enabled,
                         )
                     });
@@ -217,6 +277,8 @@ impl Sim {
                 flows: Vec::new(),
                 sent: Vec::new(),
                 done: Vec::new(),
+                app_cpus: Vec::new(),
+                rfs: false,
             })
             .collect();
         let end = SimTime(sc.duration_ms * MS);
@@ -228,7 +290,7 @@ impl Sim {
                 .map(|c| topo.node_of(irqpilot_core::CpuId(c)).map_or(0, |n| n.0))
                 .collect(),
             cpus: vec![Cpu::default(); ncpu],
-            plat: Platform::new(&sc.platform),
+            plat: MsiPlatform::new(&sc.platform),
             k,
             topo,
             srcs,
@@ -244,11 +306,13 @@ impl Sim {
             migrations_at_warmup: 0,
             smt_siblings: Vec::new(),
             gsim: crate::gsim::Gsim::new(sc.gsim.clone(), ncpu),
+            cpu_llc: Vec::new(),
             scratch_served: Vec::new(),
             scratch_lat: Vec::new(),
             sc,
         };
         sim.default_affinity = sim.topo.online.clone();
+        sim.init_apps()?;
         crate::placement::prepare(&mut sim)?;
         sim.start_workloads();
         if sim.sc.warmup_ms > 0 {
@@ -284,13 +348,7 @@ impl Sim {
     /// the clock to `until`.
     pub fn run_until(&mut self, until: SimTime) {
         let until = until.min(self.end);
-        while let Some(t) = self.events.peek_time() {
-            if t > until {
-                break;
-            }
-            let Some((t, ev)) = self.events.pop() else {
-                break;
-            };
+        while let Some((t, ev)) = self.events.pop_until(until) {
             self.now = t;
             self.handle(ev);
         }
@@ -584,9 +642,13 @@ impl Sim {
             return;
         };
         let nq = &self.nq[q as usize];
-        let rx = nq.rx.landed(now).min(self.k.napi_weight);
+        let rx = nq.rx.landed_up_to(now, self.k.napi_weight);
         let tx = nq.tx.landed(now);
-        let mut per_pkt = rx as f64 * self.k.rx_pkt + tx as f64 * self.k.tx_done;
+        // Under RFS the stack of steered packets runs on their application's CPU.
+        let steered = self.rfs_steered(q as usize, rx);
+        let mut per_pkt = (rx - steered) as f64 * self.k.rx_pkt
+            + steered as f64 * self.k.rx_driver
+            + tx as f64 * self.k.tx_done;
         if self.cpu_node[cpu] != self.nics[nq.nic as usize].node {
             per_pkt *= self.k.remote_packet_factor;
         }
@@ -671,7 +733,7 @@ impl Sim {
                     acks += 1;
                     self.flow_consumed(wl, id, sent)
                 }
-                _ => self.push_app(
+                _ => self.serve(
                     cpu,
                     AppWork::Serve {
                         wl,
@@ -750,14 +812,7 @@ impl Sim {
 
     // ----- application --------------------------------------------------------------------
 
-    fn push_app(&mut self, cpu: usize, w: AppWork) {
-        self.cpus[cpu].app_queue.push_back(w);
-        if self.cpus[cpu].app.is_none() {
-            self.start_app(cpu);
-        }
-    }
-
-    fn app_cost(&mut self, w: &AppWork) -> u64 {
+    pub(crate) fn app_cost(&mut self, w: &AppWork) -> u64 {
         match *w {
             AppWork::Serve { wl, .. } => match &self.sc.workload[wl as usize] {
                 WorkloadCfg::Poisson {
@@ -777,15 +832,8 @@ impl Sim {
         }
     }
 
-    fn start_app(&mut self, cpu: usize) {
-        let now = self.now;
-        let Some(w) = self.cpus[cpu].app_queue.pop_front() else {
-            return;
-        };
-        let cost = self.app_cost(&w);
-        let c = &self.cpus[cpu];
-        let busy_until = c.soft.map_or(c.hard_until, |s| s.end.max(c.hard_until));
-        let start = now.max(busy_until);
+    /// Runs application work of `cost` on `cpu` from `start`.
+    pub(crate) fn start_app_job(&mut self, cpu: usize, start: SimTime, cost: u64, w: AppWork) {
         let cost = self.smt_scaled(cpu, start, cost);
         let c = &mut self.cpus[cpu];
         let job = Job {

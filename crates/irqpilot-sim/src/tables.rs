@@ -2,15 +2,18 @@
 //! (`irqpilot sim --table published|moderation|placement`). Every row is a scenario run; the published
 //! figure and its source sit next to the twin's.
 
+use crate::config::Scenario;
 use crate::report::Report;
 use crate::runner::run_scenario;
 use crate::scenarios::builtin;
+use std::collections::HashMap;
 use std::fmt::Write;
 
 /// Names of the tables.
 pub const TABLES: &[&str] = &["published", "moderation", "placement"];
 
-fn run(name: &str, sets: &[(&str, &str)]) -> Result<Report, String> {
+/// A built-in scenario with `sets` applied.
+fn scenario(name: &str, sets: &[(&str, &str)]) -> Result<Scenario, String> {
     let sc = builtin(name)
         .ok_or_else(|| format!("no built-in scenario {name}"))?
         .map_err(|e| e.to_string())?;
@@ -18,7 +21,19 @@ fn run(name: &str, sets: &[(&str, &str)]) -> Result<Report, String> {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    run_scenario(sc.with_sets(&sets).map_err(|e| e.to_string())?, |_| {})
+    sc.with_sets(&sets).map_err(|e| e.to_string())
+}
+
+/// How a table gets a run's report: `(scenario, sets) -> report`.
+type Run<'a> = dyn FnMut(&str, &[(&str, &str)]) -> Result<Report, String> + 'a;
+
+/// Key of a run: the scenario and its sets, in order.
+fn run_key(name: &str, sets: &[(&str, &str)]) -> String {
+    let mut key = name.to_string();
+    for (k, v) in sets {
+        let _ = write!(key, " {k}={v}");
+    }
+    key
 }
 
 fn k(v: f64) -> String {
@@ -61,32 +76,67 @@ pub const TUNING_SEED: u64 = 1;
 /// Held-out machines in the moderation table by default.
 pub const REPORT_MACHINES: usize = 50;
 
-/// Builds a table by name; `progress` gets a line per finished row. The moderation table's
-/// held-out summary covers [`REPORT_MACHINES`] machines of [`REPORT_SEED`].
+/// Builds a table by name; `progress` gets a line per finished run. The moderation table's
+/// held-out summary covers [`REPORT_MACHINES`] machines of [`REPORT_SEED`]. The runs are spread
+/// over the cores ([`crate::sweep`]); the table is that of a serial run.
 pub fn table(name: &str, progress: impl FnMut(&str)) -> Result<String, String> {
-    table_with(name, REPORT_MACHINES, REPORT_SEED, progress)
+    table_with(
+        name,
+        REPORT_MACHINES,
+        REPORT_SEED,
+        crate::sweep::default_jobs(),
+        progress,
+    )
 }
 
 /// [`table`] with the moderation table's held-out summary over `machines` generated machines
-/// of `seed` (0: no summary).
+/// of `seed` (0: no summary), and at most `jobs` runs at a time.
 pub fn table_with(
     name: &str,
     machines: usize,
     seed: u64,
+    jobs: usize,
     mut progress: impl FnMut(&str),
 ) -> Result<String, String> {
-    match name {
-        "published" => published(&mut progress),
-        "moderation" => moderation(&mut progress, machines, seed),
-        "placement" => placement(&mut progress),
-        _ => Err(format!(
-            "unknown table {name:?}; tables: {}",
-            TABLES.join(", ")
-        )),
+    let build: fn(&mut Run) -> Result<String, String> = match name {
+        "published" => published,
+        "moderation" => moderation,
+        "placement" => placement,
+        _ => {
+            return Err(format!(
+                "unknown table {name:?}; tables: {}",
+                TABLES.join(", ")
+            ));
+        }
+    };
+    // First pass: which runs the table makes (no run's parameters depend on another's
+    // result), each scenario built and checked; placeholders stand in for the reports.
+    let mut wanted: Vec<(String, Scenario)> = Vec::new();
+    build(&mut |name: &str, sets: &[(&str, &str)]| {
+        let key = run_key(name, sets);
+        if !wanted.iter().any(|(k, _)| *k == key) {
+            wanted.push((key, scenario(name, sets)?));
+        }
+        Ok(Report::default())
+    })?;
+    let (keys, scenarios): (Vec<String>, Vec<Scenario>) = wanted.into_iter().unzip();
+    let results = crate::sweep::run_all(scenarios, jobs, |i| progress(&keys[i]));
+    let done: HashMap<String, Result<Report, String>> = keys.into_iter().zip(results).collect();
+    // Second pass: the same table from the finished runs.
+    let mut out = build(&mut |name: &str, sets: &[(&str, &str)]| {
+        let key = run_key(name, sets);
+        match done.get(&key) {
+            Some(r) => r.clone(),
+            None => run_scenario(scenario(name, sets)?, |_| {}),
+        }
+    })?;
+    if name == "moderation" && machines > 0 {
+        out.push_str(&held_out(machines, seed, jobs, &mut progress)?);
     }
+    Ok(out)
 }
 
-fn published(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
+fn published(run: &mut Run) -> Result<String, String> {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -105,7 +155,6 @@ fn published(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
             out,
             "| aim-e1000-idle: driver-reported `interrupt_rate` | {mode} | {published} | {rate}/s |"
         );
-        progress(&format!("aim-e1000-idle aim_mode={mode}"));
     }
     for (mode, published) in [("0", "8k"), ("1", "4k"), ("2", "4k")] {
         let r = run("aim-e1000-bulk", &[("aim_mode", mode)])?;
@@ -114,7 +163,6 @@ fn published(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
             "| aim-e1000-bulk: interrupts under bulk load | {mode} | {published}/s | {}/s |",
             k(r.interrupts_per_sec)
         );
-        progress(&format!("aim-e1000-bulk aim_mode={mode}"));
     }
     for (mode, published) in [
         ("0", "slowest"),
@@ -128,7 +176,6 @@ fn published(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
             p(&r, |l| l.p50),
             main_metric(&r)
         );
-        progress(&format!("aim-e1000-pingpong aim_mode={mode}"));
     }
     let _ = writeln!(
         out,
@@ -163,16 +210,11 @@ fn published(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
             k(today.interrupts_per_sec),
             main_metric(&healthy)
         );
-        progress(name);
     }
     Ok(out)
 }
 
-fn moderation(
-    progress: &mut dyn FnMut(&str),
-    machines: usize,
-    seed: u64,
-) -> Result<String, String> {
+fn moderation(run: &mut Run) -> Result<String, String> {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -221,7 +263,6 @@ fn moderation(
             jain(&g),
             jain(&i)
         );
-        progress(name);
     }
     let _ = writeln!(
         out,
@@ -254,7 +295,6 @@ fn moderation(
             "| {name} | {} | {} | {} | {} |",
             rows[0], rows[1], rows[2], rows[3]
         );
-        progress(name);
     }
     let _ = writeln!(
         out,
@@ -301,7 +341,6 @@ fn moderation(
             ));
         }
         let _ = writeln!(out, "| {qd} | {} | {} | {} |", cells[0], cells[1], cells[2]);
-        progress(&format!("v4 table iodepth {qd}"));
     }
     let _ = writeln!(
         out,
@@ -366,38 +405,46 @@ fn moderation(
             values.join(", "),
             twin.join(", ")
         );
-        progress(param);
     }
-    if machines > 0 {
-        let _ = writeln!(
-            out,
-            "\n#### Held-out machines: issue 10's targets on {machines} generated machines (seed {seed}; tuned on seed {TUNING_SEED})\n"
-        );
-        let generated = crate::heldout::generate(machines, seed)?;
-        let results =
-            crate::targets::evaluate_all(&generated, crate::targets::default_threads(), |r, _| {
-                let values: Vec<String> = r
-                    .values
-                    .iter()
-                    .map(|(t, v)| format!("{}={v:.3}", t.name()))
-                    .collect();
-                progress(&format!(
-                    "{} ({}): {}",
-                    r.name,
-                    r.description,
-                    values.join(", ")
-                ));
-            })?;
-        out.push_str(&crate::targets::markdown(&crate::targets::summarize(
-            &results,
-        )));
-    }
+    Ok(out)
+}
+
+/// The moderation table's summary of issue 10's targets over `machines` generated machines of
+/// `seed`, evaluated on up to `jobs` threads.
+fn held_out(
+    machines: usize,
+    seed: u64,
+    jobs: usize,
+    progress: &mut dyn FnMut(&str),
+) -> Result<String, String> {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n#### Held-out machines: issue 10's targets on {machines} generated machines (seed {seed}; tuned on seed {TUNING_SEED})\n"
+    );
+    let generated = crate::heldout::generate(machines, seed)?;
+    let results = crate::targets::evaluate_all(&generated, jobs, |r, _| {
+        let values: Vec<String> = r
+            .values
+            .iter()
+            .map(|(t, v)| format!("{}={v:.3}", t.name()))
+            .collect();
+        progress(&format!(
+            "{} ({}): {}",
+            r.name,
+            r.description,
+            values.join(", ")
+        ));
+    })?;
+    out.push_str(&crate::targets::markdown(&crate::targets::summarize(
+        &results,
+    )));
     Ok(out)
 }
 
 /// Placement policies on the placement scenarios (seed 002 Kamble 2002, seed 004 Lal 2020, and
 /// two without a published figure), each scenario under every policy the twin has.
-fn placement(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
+fn placement(run: &mut Run) -> Result<String, String> {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -419,6 +466,7 @@ fn placement(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
         ),
         ("numa-remote-2node", "-"),
         ("placement-churn-8q", "-"),
+        ("app-pinned-2node", "-"),
     ] {
         for policy in ["none", "static", "rotate", "irqpilot"] {
             let r = run(name, &[("placement", policy)])?;
@@ -455,7 +503,6 @@ fn placement(progress: &mut dyn FnMut(&str)) -> Result<String, String> {
                 p(&r, |l| l.p99),
                 r.migrations
             );
-            progress(&format!("{name} placement={policy}"));
         }
     }
     Ok(out)

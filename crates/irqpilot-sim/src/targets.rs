@@ -344,58 +344,36 @@ pub fn evaluate(g: &Generated) -> Result<MachineResult, String> {
 
 /// The threads [`evaluate_all`] uses by default: one per CPU this process may run on.
 pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    crate::sweep::default_jobs()
 }
 
 /// [`evaluate`] over `machines` on up to `threads` threads (each machine's runs are
 /// deterministic, so the results are the same whatever the count), in the machines' order.
-/// `done` hears of each machine as it finishes, with the wall time it took.
+/// `done` hears of each machine as it finishes, with the wall time it took. The first machine
+/// that fails is the error.
 pub fn evaluate_all(
     machines: &[Generated],
     threads: usize,
     mut done: impl FnMut(&MachineResult, std::time::Duration),
 ) -> Result<Vec<MachineResult>, String> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let next = AtomicUsize::new(0);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let mut slots: Vec<Option<MachineResult>> = machines.iter().map(|_| None).collect();
-    let mut first_error = None;
-    std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, machines.len().max(1)) {
-            let tx = tx.clone();
-            let next = &next;
-            scope.spawn(move || {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(g) = machines.get(i) else { break };
-                    let started = std::time::Instant::now();
-                    let r = evaluate(g);
-                    // The receiver lives until every worker is done.
-                    if tx.send((i, r, started.elapsed())).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        for (i, r, took) in rx {
-            match r {
-                Ok(r) => {
-                    done(&r, took);
-                    slots[i] = Some(r);
-                }
-                Err(e) => {
-                    // Stop handing out machines; the ones running finish.
-                    next.store(machines.len(), Ordering::Relaxed);
-                    first_error.get_or_insert(format!("{}: {e}", machines[i].scenario.name));
-                }
+    let results = crate::sweep::map(
+        machines,
+        threads,
+        |g| {
+            let started = std::time::Instant::now();
+            (evaluate(g), started.elapsed())
+        },
+        |_, (r, took)| {
+            if let Ok(r) = r {
+                done(r, *took);
             }
-        }
-    });
-    if let Some(e) = first_error {
-        return Err(e);
-    }
-    Ok(slots.into_iter().flatten().collect())
+        },
+    );
+    results
+        .into_iter()
+        .zip(machines)
+        .map(|((r, _), g)| r.map_err(|e| format!("{}: {e}", g.scenario.name)))
+        .collect()
 }
 
 /// One target over many machines.

@@ -3,7 +3,8 @@
 //! * Each device vector occupies one slot on its effective CPU; a CPU has
 //!   `machine.vectors_per_cpu` slots (about 200 on real x86).
 //! * A kernel-managed vector (NVMe I/O queues) refuses user writes (EIO before 6.12, EPERM
-//!   since) before anything else is looked at.
+//!   since) before anything else is looked at; it holds a slot on every CPU of its mask
+//!   (`managed.rs`).
 //! * A mask without an online CPU is refused (EINVAL).
 //! * If the current effective CPU is still in the new mask, the vector stays where it is ("no
 //!   point in moving the interrupt", `assign_vector_locked` in `arch/x86/kernel/apic/vector.c`).
@@ -16,14 +17,21 @@ use crate::sim::Sim;
 use irqpilot_core::{ApplyError, CpuSet};
 
 impl Sim {
-    /// Vectors allocated on each CPU.
+    /// Vectors taken on each CPU: a user-settable vector on its effective CPU, a kernel-managed
+    /// one on every CPU of its mask (`irq_matrix_reserve_managed`, `managed.rs`).
     pub(crate) fn vectors_per_cpu(&self) -> Vec<u32> {
         let mut n = vec![0u32; self.cpus.len()];
         for (i, s) in self.srcs.iter().enumerate() {
             if !self.src_enabled(i) {
                 continue;
             }
-            if let Some(slot) = n.get_mut(s.cpu as usize) {
+            if matches!(s.dev, Dev::Nvme(_)) {
+                for c in &s.requested {
+                    if let Some(slot) = n.get_mut(c.0 as usize) {
+                        *slot += 1;
+                    }
+                }
+            } else if let Some(slot) = n.get_mut(s.cpu as usize) {
                 *slot += 1;
             }
         }

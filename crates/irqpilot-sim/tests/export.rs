@@ -312,3 +312,100 @@ fn irqpilot_daemon_loop_through_linux_platform_places_the_exported_twin() {
     assert_eq!(report.migrations, 0);
     assert!(report.transactions_per_sec.unwrap() > 50_000.0);
 }
+
+/// A peer's write is a truncate and then a write: a step that falls in between must take
+/// neither the empty file nor refuse it, nor write over the file the peer is writing. The write
+/// that lands is taken at a later step.
+#[test]
+fn a_write_in_progress_is_waited_for_not_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut p = platform("balance-p4-4nic-netperf", &[]);
+    let mut e = TreeExport::create(&mut p, root, ExportOptions::default()).unwrap();
+    let list = root.join("proc/irq/25/smp_affinity_list");
+    // The peer has truncated the file (fopen "w") and not written yet; the twin steps twice.
+    let mut peer = std::fs::File::create(&list).unwrap();
+    step(&mut e, &mut p);
+    assert_eq!(read(root, "proc/irq/25/smp_affinity_list"), "");
+    assert!(e.writes.is_empty(), "{:?}", e.writes);
+    // Its write lands: taken at the next step.
+    use std::io::Write;
+    peer.write_all(b"2\n").unwrap();
+    drop(peer);
+    step(&mut e, &mut p);
+    assert_eq!(e.writes.len(), 1, "{:?}", e.writes);
+    assert_eq!(e.writes[0].result, Ok(true));
+    step(&mut e, &mut p);
+    assert_eq!(read(root, "proc/irq/25/effective_affinity_list"), "2\n");
+    // A truncate never followed by a write is no write at all: after a whole step the old
+    // text is back and nothing is logged.
+    let before = e.writes.len();
+    std::fs::File::create(root.join("proc/irq/26/smp_affinity_list")).unwrap();
+    step(&mut e, &mut p);
+    step(&mut e, &mut p);
+    step(&mut e, &mut p);
+    assert_eq!(read(root, "proc/irq/26/smp_affinity_list"), "0-7\n");
+    assert_eq!(e.writes.len(), before, "{:?}", e.writes);
+}
+
+/// Readers see a file's old text or its new text, never an empty or partial one: the twin's
+/// refreshes and irqpilot's own writes (`LinuxPlatform` on the exported tree) both replace
+/// files whole, as a kernel write is atomic for readers.
+#[test]
+fn readers_never_see_an_empty_file_while_the_twin_and_irqpilot_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let mut p = platform("balance-p4-4nic-netperf", &[]);
+    let mut e = TreeExport::create(&mut p, &root, ExportOptions::default()).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let files = [
+        "proc/interrupts",
+        "proc/stat",
+        "proc/softirqs",
+        "proc/irq/25/smp_affinity_list",
+        "proc/irq/25/smp_affinity",
+        "proc/irq/25/effective_affinity_list",
+        "proc/irq/default_smp_affinity",
+    ];
+    let reader = {
+        let (root, stop) = (root.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut reads = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for f in files {
+                    let t = std::fs::read_to_string(root.join(f)).unwrap();
+                    assert!(t.ends_with('\n') && t.len() > 1, "{f} read as {t:?}");
+                    reads += 1;
+                }
+            }
+            reads
+        })
+    };
+    // The twin steps in its own thread while irqpilot writes through LinuxPlatform, which
+    // waits for the twin to take each write and reads it back.
+    let twin = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                step(&mut e, &mut p);
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            e.writes
+        })
+    };
+    let mut linux = LinuxPlatform::with_root(&root);
+    for i in 0..8u32 {
+        let report = linux.apply(&Plan {
+            actions: vec![Action::SetAffinity {
+                irq: IrqNum(25),
+                cpus: CpuSet::single(CpuId(i % 4)),
+            }],
+            notes: vec![],
+        });
+        assert_eq!(report.failures(), 0, "{report:?}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(reader.join().unwrap() > 0);
+    let writes = twin.join().unwrap();
+    assert!(writes.iter().all(|w| w.result.is_ok()), "{writes:?}");
+}

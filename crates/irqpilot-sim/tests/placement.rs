@@ -241,6 +241,39 @@ cpus = "1"
     assert_eq!(p.sim().report().migrations, 2);
 }
 
+/// Vectors a driver requests without an affinity of its own go where x86's vector matrix
+/// puts them (`matrix_find_best_cpu`: the CPU of the default affinity with the most free
+/// vectors, the first on ties): a second NIC's queues follow the first's instead of landing on
+/// the same CPUs, and `irqaffinity=` bounds them.
+#[test]
+fn nic_queues_without_cpus_follow_the_vector_matrix() {
+    let nics = "[[nic]]\nname = \"a\"\nlink_gbps = 10\nqueues = 2\n\
+                [[nic]]\nname = \"b\"\nlink_gbps = 10\nqueues = 2\n";
+    let layout = |cmdline: &str| {
+        let text = format!(
+            "name = \"m\"\n[machine]\ncores_per_package = 4\ncmdline = \"{cmdline}\"\n{nics}"
+        );
+        let mut p = SimPlatform::new(Sim::new(Scenario::from_toml(&text, "m").unwrap()).unwrap());
+        p.machine()
+            .unwrap()
+            .irqs
+            .values()
+            .map(|i| {
+                format!(
+                    "{}@{}",
+                    i.requested.as_ref().unwrap().to_list_string(),
+                    i.effective.as_ref().unwrap().to_list_string()
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(layout(""), vec!["0-3@0", "0-3@1", "0-3@2", "0-3@3"]);
+    assert_eq!(
+        layout("irqaffinity=2-3"),
+        vec!["2-3@2", "2-3@3", "2-3@2", "2-3@3"]
+    );
+}
+
 #[test]
 fn static_binding_respects_isolation_nodes_and_capacity() {
     let text = r#"
@@ -470,7 +503,7 @@ fn placement_table_has_every_scenario_under_every_policy() {
         .lines()
         .filter(|l| l.starts_with("| ") && !l.starts_with("| scenario"))
         .collect();
-    assert_eq!(rows.len(), 16, "{text}");
+    assert_eq!(rows.len(), 20, "{text}");
     let row = |sc: &str, pol: &str| {
         rows.iter()
             .find(|r| r.starts_with(&format!("| {sc} |")) && r.contains(&format!("| {pol} |")))

@@ -153,6 +153,10 @@ pub struct SimArgs {
     /// List the built-in scenarios.
     #[arg(long, conflicts_with_all = ["scenario", "table"])]
     pub list: bool,
+    /// Print the reference of every scenario key (Markdown: key, default, meaning), generated
+    /// from the schema.
+    #[arg(long, conflicts_with_all = ["scenario", "table", "list"])]
+    pub keys: bool,
     /// Generate N held-out machines (scenarios no policy was tuned on; --seed picks the set,
     /// default 2) and list them, or write them as TOML files with --out.
     #[arg(long, value_name = "N", conflicts_with_all = ["scenario", "table", "list", "sweep"])]
@@ -191,6 +195,10 @@ pub struct SimArgs {
     /// Measure the simulator: simulated seconds per wall second, events/s, packets/s.
     #[arg(long)]
     pub bench: bool,
+    /// With --compare or --table: runs at a time (default: one per CPU); the output is the
+    /// same for any value.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
     /// Keep a live /proc + /sys tree of the simulated machine under DIR while it runs, for
     /// tools that read a real machine (irqbalance, irqpilot --root DIR); affinities written to
     /// it are taken as the kernel would take them (docs/placement-twin.md).

@@ -557,6 +557,8 @@ fn command_line_errors_exit_2_like_clap_s_own() {
         vec!["isolate", "--cpus", "x-y"],
         vec!["sim"],
         vec!["sim", "nic-100g-32q", "--set", "novalue"],
+        vec!["sim", "nic-100g-32q", "--duration", "0s"],
+        vec!["sim", "nic-100g-32q", "--duration", "1500us"],
         vec!["watch", "--interval", "0s", "--count", "1"],
     ] {
         let o = irqpilot(&args);
@@ -567,4 +569,29 @@ fn command_line_errors_exit_2_like_clap_s_own() {
             String::from_utf8_lossy(&o.stderr)
         );
     }
+}
+
+#[test]
+fn sim_moderation_values_are_the_same_in_help_and_errors() {
+    let help = ok(&["sim", "--help"]);
+    let values = irqpilot_sim::config::MODERATION_VALUES.join("|");
+    assert!(
+        help.split_whitespace()
+            .collect::<String>()
+            .contains(&format!("moderation={values}")),
+        "{help}"
+    );
+    let o = irqpilot(&["sim", "nic-100g-32q", "--set", "moderation=turbo"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&irqpilot_sim::config::MODERATION_VALUES.join(", ")),
+        "{err}"
+    );
+    // --duration 0 is refused like duration_ms = 0, not run as 1 ms.
+    let o = irqpilot(&["sim", "nic-100g-32q", "--duration", "0s"]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("duration_ms >= 1"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

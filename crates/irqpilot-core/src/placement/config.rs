@@ -67,6 +67,30 @@ pub struct PlacementConfig {
     pub ban_names: Vec<String>,
     /// Pins: IRQs (by number, device or name glob) restricted to a CPU set.
     pub pin: Vec<Pin>,
+    /// Where the applications that consume a device's traffic run. The device's queue IRQs
+    /// then prefer the other CPUs that share a last-level cache with those (the cost of leaving
+    /// that set is `numa_penalty`) rather than the device's NUMA-local CPUs: a softirq on
+    /// another cache than the thread it wakes adds a wake-up IPI and cache-line transfers, on
+    /// another socket up to 2x throughput loss; on the application's own CPUs it preempts the
+    /// application (costmodel.md 2.7). An application whose CPUs fill their caches leaves its
+    /// device's IRQs near the device.
+    pub applications: Vec<Application>,
+}
+
+/// The CPUs the threads consuming a device's traffic run on: configured (`cpus`), or read from
+/// the running process (`process`: the union of its threads' `Cpus_allowed_list` in
+/// `/proc/PID/task/TID/status`). Exactly one of the two is given.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Application {
+    /// The device: PCI address, network interface (`eth0`) or NVMe controller (`nvme0`).
+    pub device: String,
+    /// The application's CPUs (filled from `process` when that is given).
+    #[serde(default, skip_serializing_if = "CpuSet::is_empty")]
+    pub cpus: CpuSet,
+    /// The process name, as `/proc/PID/comm` shows it (`nginx`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<String>,
 }
 
 /// Restricts matching IRQs to `cpus` (intersected with the housekeeping CPUs: a pin never
@@ -110,6 +134,7 @@ impl Default for PlacementConfig {
             ban_irqs: Vec::new(),
             ban_names: Vec::new(),
             pin: Vec::new(),
+            applications: Vec::new(),
         }
     }
 }
@@ -134,6 +159,14 @@ pub enum PlacementConfigError {
         index: usize,
         /// What is wrong.
         why: String,
+    },
+    /// An application entry without a device or CPUs.
+    #[error("placement.applications[{index}]: {why}")]
+    BadApplication {
+        /// Position in the `applications` list.
+        index: usize,
+        /// What is wrong.
+        why: &'static str,
     },
     /// A name glob that cannot mean what it says.
     #[error("placement.{field}[{index}] = {pattern:?}: {why}")]
@@ -248,6 +281,18 @@ impl PlacementConfig {
                 pattern: g.clone(),
                 why,
             })?;
+        }
+        for (index, a) in self.applications.iter().enumerate() {
+            let why = if a.device.trim().is_empty() {
+                "device is empty"
+            } else if a.cpus.is_empty() == a.process.is_none() {
+                "give exactly one of cpus (not empty) and process"
+            } else if a.process.as_deref().is_some_and(|p| p.trim().is_empty()) {
+                "process is empty"
+            } else {
+                continue;
+            };
+            return Err(PlacementConfigError::BadApplication { index, why });
         }
         for (index, p) in self.pin.iter().enumerate() {
             let bad = |why: &str| {

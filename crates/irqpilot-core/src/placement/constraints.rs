@@ -92,19 +92,25 @@ fn pin_selects(pin: &Pin, irq: &Irq, machine: &Machine) -> bool {
         return name_matches(glob, irq);
     }
     if let Some(dev) = &pin.device {
-        let Some(addr) = &irq.device else {
-            // A queue recognised from its name still names its owner (`eth0`, `nvme0`).
-            return irq.queue.as_ref().is_some_and(|q| &q.owner == dev);
-        };
-        if addr.as_str() == dev {
-            return true;
-        }
-        return machine
-            .devices
-            .get(addr)
-            .is_some_and(|d| d.net.iter().chain(&d.nvme).any(|n| n == dev));
+        return device_selects(dev, irq, machine);
     }
     false
+}
+
+/// Whether `dev` (a PCI address, network interface or NVMe controller) names the device of
+/// `irq`.
+pub(crate) fn device_selects(dev: &str, irq: &Irq, machine: &Machine) -> bool {
+    let Some(addr) = &irq.device else {
+        // A queue recognised from its name still names its owner (`eth0`, `nvme0`).
+        return irq.queue.as_ref().is_some_and(|q| q.owner == dev);
+    };
+    if addr.as_str() == dev {
+        return true;
+    }
+    machine
+        .devices
+        .get(addr)
+        .is_some_and(|d| d.net.iter().chain(&d.nvme).any(|n| n == dev))
 }
 
 /// The CPUs every IRQ may use: online housekeeping CPUs minus `ban_cpus`.

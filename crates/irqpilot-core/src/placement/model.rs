@@ -120,6 +120,23 @@ fn is_data_queue(irq: &Irq) -> bool {
     })
 }
 
+/// What an IRQ's preferred CPUs depend on: its device, its node, the application it feeds
+/// (an index into `applications`).
+type LocalKey<'a> = (Option<&'a PciAddr>, Option<NodeId>, Option<usize>);
+
+/// The CPUs sharing a last-level cache with any of `cpus` (the CPUs themselves where the cache
+/// is unknown).
+fn near_cpus(topo: &crate::topology::Topology, cpus: &CpuSet) -> CpuSet {
+    let mut near = CpuSet::new();
+    for c in cpus.iter().filter(|c| topo.online.contains(*c)) {
+        near.insert(c);
+        if let Some(l) = topo.llc(c) {
+            near = near.union(&l.shared_cpus);
+        }
+    }
+    near
+}
+
 /// Dense numbering of group keys, in key order.
 fn dense_groups<K: Ord + Copy>(keys: &[K]) -> (Vec<u32>, usize) {
     let uniq: BTreeSet<K> = keys.iter().copied().collect();
@@ -185,19 +202,41 @@ impl Model {
         let mut devices: BTreeMap<&PciAddr, u32> = BTreeMap::new();
         let mut locals: Vec<CpuSet> = Vec::new();
         // Local sets by device, else by node: computed once, not per IRQ.
-        let mut local_of: BTreeMap<(Option<&PciAddr>, Option<NodeId>), Option<u32>> =
-            BTreeMap::new();
+        let mut local_of: BTreeMap<LocalKey<'_>, Option<u32>> = BTreeMap::new();
+        // Each application's neighbourhood: the CPUs sharing a last-level cache with it, less
+        // its own (interrupt work there preempts the application, costmodel.md 2.7). An
+        // application that fills its caches leaves its IRQs near their device.
+        let near_app: Vec<CpuSet> = b
+            .cfg
+            .applications
+            .iter()
+            .map(|a| {
+                near_cpus(topo, &a.cpus)
+                    .difference(&a.cpus)
+                    .intersection(b.allowed)
+            })
+            .collect();
         let mut irqs = Vec::with_capacity(machine.irqs.len());
         for (k, irq) in machine.irqs.values().enumerate() {
             let rule = b.rules.get(k);
             let pos = position(irq, online).and_then(dense_of);
             let dev = irq.device.as_ref().and_then(|a| machine.devices.get(a));
-            let key = (dev.map(|d| &d.addr), irq.node);
+            // A queue whose consumer runs elsewhere prefers the consumer's neighbourhood.
+            let app = is_data_queue(irq)
+                .then(|| {
+                    b.cfg
+                        .applications
+                        .iter()
+                        .position(|a| super::constraints::device_selects(&a.device, irq, machine))
+                })
+                .flatten()
+                .filter(|&i| !near_app[i].is_empty());
+            let key = (dev.map(|d| &d.addr), irq.node, app);
             let local = *local_of.entry(key).or_insert_with(|| {
-                let set = dev
-                    .and_then(|d| d.local_cpus.as_ref())
+                let set = app
+                    .map(|i| near_app[i].clone())
+                    .or_else(|| dev.and_then(|d| d.local_cpus.clone()))
                     .filter(|l| !l.is_empty())
-                    .cloned()
                     .or_else(|| {
                         let node = irq.node.or(dev.and_then(|d| d.numa_node))?;
                         topo.nodes.get(&node).cloned()

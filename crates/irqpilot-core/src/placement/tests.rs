@@ -12,6 +12,27 @@ use crate::snapshot::RowLabel;
 use crate::topology::Topology;
 use proptest::prelude::*;
 
+/// Per-CPU rates with no interrupts yet.
+fn idle_cpus(cpus: &[CpuId]) -> Vec<CpuRate> {
+    cpus.iter()
+        .map(|&cpu| CpuRate {
+            cpu,
+            irq_per_sec: 0.0,
+            arch_per_sec: 0.0,
+            hardirq_pct: None,
+            softirq_pct: None,
+        })
+        .collect()
+}
+
+/// Hardirq time at 10 us per interrupt, no softirq time.
+fn account_10us(per_cpu: &mut [CpuRate]) {
+    for c in per_cpu {
+        c.hardirq_pct = Some(c.irq_per_sec * 1e-5 * 100.0);
+        c.softirq_pct = Some(0.0);
+    }
+}
+
 /// A machine with `n` IRQs at random CPUs (single-CPU masks) and random rates, time-accounted
 /// at 10 us per interrupt.
 fn random_machine(packages: u32, cores: u32, threads: u32, n: u32, seed: u64) -> (Machine, Rates) {
@@ -28,16 +49,7 @@ fn random_machine(packages: u32, cores: u32, threads: u32, n: u32, seed: u64) ->
         topology: topo,
         ..Machine::default()
     };
-    let mut per_cpu: Vec<CpuRate> = cpus
-        .iter()
-        .map(|&cpu| CpuRate {
-            cpu,
-            irq_per_sec: 0.0,
-            arch_per_sec: 0.0,
-            hardirq_pct: None,
-            softirq_pct: None,
-        })
-        .collect();
+    let mut per_cpu = idle_cpus(&cpus);
     let mut rows = Vec::new();
     for k in 0..n {
         let j = (next() % cpus.len() as u64) as usize;
@@ -57,10 +69,7 @@ fn random_machine(packages: u32, cores: u32, threads: u32, n: u32, seed: u64) ->
             wraps: 0,
         });
     }
-    for c in &mut per_cpu {
-        c.hardirq_pct = Some(c.irq_per_sec * 1e-5 * 100.0);
-        c.softirq_pct = Some(0.0);
-    }
+    account_10us(&mut per_cpu);
     let rates = Rates {
         cpus,
         per_cpu,
@@ -433,4 +442,88 @@ fn new_irqs_are_placed_the_period_they_appear() {
     assert_eq!(p.writes.len(), 1);
     assert_eq!(p.writes[0].0, IrqNum(41));
     assert!(p.writes[0].1.is_subset(&CpuSet::range(0, 1)));
+}
+
+/// Two queues of `eth0` (NUMA node 1) under load, on node 1. Alone they stay near the device;
+/// with the consuming application on node 0 they move next to it (its last-level cache), and
+/// an application entry for another device changes nothing.
+#[test]
+fn queues_follow_their_application_across_nodes() {
+    use crate::queue::{NamingScheme, Queue, QueueKind};
+    let topo = Topology::synthetic(2, 2, 4, 1);
+    let mut m = Machine {
+        topology: topo.clone(),
+        ..Machine::default()
+    };
+    let cpus: Vec<CpuId> = topo.online.iter().collect();
+    let mut per_cpu = idle_cpus(&cpus);
+    let mut rows = Vec::new();
+    for k in 0..2u32 {
+        let at = CpuId(4 + k);
+        let mut i = Irq::new(IrqNum(40 + k));
+        i.node = Some(crate::ids::NodeId(1));
+        i.queue = Some(Queue {
+            kind: QueueKind::TxRx,
+            index: Some(k),
+            owner: "eth0".into(),
+            scheme: NamingScheme::I40e,
+        });
+        i.requested = Some(CpuSet::single(at));
+        i.effective = Some(CpuSet::single(at));
+        m.irqs.insert(i.irq, i);
+        let mut v = vec![0.0; cpus.len()];
+        v[at.0 as usize] = 20_000.0;
+        per_cpu[at.0 as usize].irq_per_sec += 20_000.0;
+        rows.push(RowRate {
+            label: RowLabel::Irq(IrqNum(40 + k)),
+            per_cpu_per_sec: v,
+            total_per_sec: 20_000.0,
+            status: RowStatus::Continuing,
+            wraps: 0,
+        });
+    }
+    account_10us(&mut per_cpu);
+    let r = Rates {
+        cpus: cpus.clone(),
+        per_cpu,
+        rows,
+        ..Rates::default()
+    };
+    let placed = |cfg: &PlacementConfig| -> Vec<CpuId> {
+        let d = decide(cfg, &Learned::default(), &input(&m, Some(&r)));
+        d.heavy.iter().map(|h| h.cpu.unwrap()).collect()
+    };
+    let node_of = |cfg: &PlacementConfig| -> Vec<u32> {
+        placed(cfg).iter().map(|c| topo.package_key(*c)).collect()
+    };
+    assert_eq!(node_of(&PlacementConfig::default()), vec![1, 1]);
+    let app = |device: &str, cpus: &str| PlacementConfig {
+        applications: vec![Application {
+            device: device.into(),
+            cpus: CpuSet::parse_list(cpus).unwrap(),
+            process: None,
+        }],
+        ..PlacementConfig::default()
+    };
+    // Next to the application (CPUs 2-3 share its cache), not on it.
+    let mut near = placed(&app("eth0", "0-1"));
+    near.sort_unstable();
+    assert_eq!(near, vec![CpuId(2), CpuId(3)]);
+    assert_eq!(node_of(&app("eth1", "0-1")), vec![1, 1]);
+    // An application on every CPU of its cache: the IRQs stay near the device.
+    assert_eq!(node_of(&app("eth0", "0-3")), vec![1, 1]);
+    let bad = PlacementConfig {
+        applications: vec![Application {
+            device: "eth0".into(),
+            cpus: CpuSet::new(),
+            process: None,
+        }],
+        ..PlacementConfig::default()
+    };
+    assert!(
+        bad.validate()
+            .unwrap_err()
+            .to_string()
+            .contains("applications[0]")
+    );
 }

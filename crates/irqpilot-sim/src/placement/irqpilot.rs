@@ -22,7 +22,13 @@ impl Irqpilot {
         if sc.placement.policy != PlacementPolicy::Irqpilot {
             return Ok(None);
         }
-        let policy = irqpilot_core::PlacementPolicy::new(sc.placement.irqpilot.clone())
+        let mut cfg = sc.placement.irqpilot.clone();
+        if cfg.applications.is_empty() {
+            // What the daemon reads on Linux from the threads' `Cpus_allowed_list`: where each
+            // request/response workload's threads are pinned.
+            cfg.applications = applications(sc);
+        }
+        let policy = irqpilot_core::PlacementPolicy::new(cfg)
             .map_err(|e| format!("placement.irqpilot: {e}"))?;
         Ok(Some(Irqpilot { policy }))
     }
@@ -71,4 +77,24 @@ impl Irqpilot {
         report.outcomes.extend(platform.apply(&rest).outcomes);
         Some((plan, report))
     }
+}
+
+/// The application CPUs of the scenario's workloads, per NIC (CPU lists that name no CPU are
+/// left out: building the machine reports them).
+fn applications(sc: &Scenario) -> Vec<irqpilot_core::placement::Application> {
+    sc.workload
+        .iter()
+        .filter_map(crate::apps::app_settings)
+        .filter_map(|(nic, cpus, _)| {
+            let cpus = irqpilot_core::CpuSet::parse_list(cpus?).ok()?;
+            if cpus.is_empty() {
+                return None;
+            }
+            Some(irqpilot_core::placement::Application {
+                device: nic.to_string(),
+                cpus,
+                process: None,
+            })
+        })
+        .collect()
 }

@@ -129,7 +129,7 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
     let _owner = take_root(settings, irqpilot_linux::owner::DAEMON, journal)?;
     let events = Events::install()?;
     let mut systemd = Systemd::from_env();
-    let mut policy = PlacementPolicy::new(settings.config.placement.clone())?;
+    let mut policy = PlacementPolicy::new(super::placement_common::placement_config(settings))?;
     let mut moderation = settings.config.moderation.clone();
     let (mut global, mut kernel) = super::moderate::policies(settings);
     let restore = args.restore_on_exit || settings.config.daemon.restore_on_exit;

@@ -33,6 +33,35 @@ pub fn sample<P: Platform>(platform: &mut P, sample: Duration) -> Result<(Machin
     Ok((machine, Some(Rates::between(&first, &second)?)))
 }
 
+/// The placement configuration with every `[[placement.applications]]` entry that names a
+/// process resolved to its threads' CPUs under the root; an entry whose process does not run
+/// (or cannot be read) is left out with a warning, so its device's IRQs stay near the device.
+pub fn placement_config(settings: &Settings) -> irqpilot_core::PlacementConfig {
+    let mut cfg = settings.config.placement.clone();
+    let root = Root::new(&settings.root);
+    cfg.applications.retain_mut(|a| {
+        let Some(name) = a.process.clone() else {
+            return true;
+        };
+        match irqpilot_linux::apps::process_cpus(&root, &name) {
+            Ok(Some(cpus)) if !cpus.is_empty() => {
+                a.cpus = cpus;
+                a.process = None;
+                true
+            }
+            Ok(_) => {
+                tracing::warn!(process = %name, device = %a.device, "application not running; its IRQs are placed near the device");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(process = %name, error = %e, "application CPUs unreadable; its IRQs are placed near the device");
+                false
+            }
+        }
+    });
+    cfg
+}
+
 /// The journal file: `--journal`, else `<root>/var/lib/irqpilot/journal.json` (so `--root`
 /// runs never write outside their tree).
 pub fn journal_path(settings: &Settings, explicit: Option<&Path>) -> PathBuf {
@@ -112,4 +141,49 @@ pub fn journaled(
         Root::new(&settings.root),
         journal,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use irqpilot_core::CpuSet;
+    use irqpilot_core::placement::Application;
+
+    /// A process named in `[[placement.applications]]` is read from the root's /proc (its
+    /// threads' allowed CPUs); one that does not run is left out; configured CPUs stay.
+    #[test]
+    fn application_processes_resolve_under_the_root() {
+        let d = tempfile::tempdir().unwrap();
+        for (rel, text) in [
+            ("proc/77/comm", "memcached\n"),
+            ("proc/77/task/77/status", "Cpus_allowed_list:\t2\n"),
+            ("proc/77/task/78/status", "Cpus_allowed_list:\t3\n"),
+        ] {
+            let p = d.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let app = |device: &str, cpus: &str, process: Option<&str>| Application {
+            device: device.into(),
+            cpus: CpuSet::parse_list(cpus).unwrap(),
+            process: process.map(str::to_string),
+        };
+        let mut settings = Settings {
+            root: d.path().to_path_buf(),
+            format: crate::cli::Format::Table,
+            config: crate::config::Config::default(),
+        };
+        settings.config.placement.applications = vec![
+            app("eth0", "", Some("memcached")),
+            app("eth1", "", Some("postgres")),
+            app("nvme0", "5", None),
+        ];
+        let cfg = placement_config(&settings);
+        assert_eq!(
+            cfg.applications,
+            vec![app("eth0", "2-3", None), app("nvme0", "5", None)]
+        );
+        assert!(cfg.validate().is_ok());
+    }
 }

@@ -78,7 +78,7 @@ impl PlanReport {
 /// The decision the placement policy makes on `machine` with `rates` and the configuration.
 pub fn decide_now(settings: &Settings, machine: &Machine, rates: Option<&Rates>) -> Decision {
     decide(
-        &settings.config.placement,
+        &super::placement_common::placement_config(settings),
         &Learned::default(),
         &PolicyInput {
             machine,

@@ -45,15 +45,21 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
             &mut out,
         );
     }
+    if args.keys {
+        let table = irqpilot_sim::keys::reference_table().map_err(anyhow::Error::msg)?;
+        out.write_all(table.as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(name) = &args.table {
         // The tables run a known set of scenarios whose count only they know: a spinner with
-        // the runs done so far.
+        // the runs done so far (they run on every core, `--jobs`).
         let progress = Progress::spinner(&format!("sim --table {name}"));
         let mut done = 0;
         let text = tables::table_with(
             name,
             args.machines.unwrap_or(tables::REPORT_MACHINES),
             args.seed.unwrap_or(tables::REPORT_SEED),
+            jobs(args),
             |row| {
                 done += 1;
                 progress.message(format!("sim --table {name}: {done} done, last {row}"));
@@ -75,7 +81,15 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         sets.push(("seed".into(), seed.to_string()));
     }
     if let Some(d) = args.duration {
-        let ms = d.as_millis().max(1) as u64;
+        // The same rule as the scenario's `duration_ms`: a positive whole number of ms.
+        if d.is_zero() || d.subsec_nanos() % 1_000_000 != 0 {
+            return crate::usage(format!(
+                "--duration {}: the twin runs a positive whole number of milliseconds \
+                 (duration_ms >= 1)",
+                humantime::format_duration(d)
+            ));
+        }
+        let ms = d.as_millis() as u64;
         sets.push(("duration_ms".into(), ms.to_string()));
         if base.warmup_ms >= ms {
             // Keep a warm-up, shorter than the run, rather than refusing a shorter run.
@@ -87,6 +101,7 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
             &base,
             &sets,
             cmp,
+            jobs(args),
             settings,
             args.report.as_deref(),
             &mut out,
@@ -124,6 +139,12 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         Format::Table => write!(out, "{}", render_report(&report))?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs at a time for --compare and --table.
+fn jobs(args: &SimArgs) -> usize {
+    args.jobs
+        .map_or_else(irqpilot_sim::sweep::default_jobs, usize::from)
 }
 
 /// A built-in scenario by name, or a TOML file.
@@ -314,6 +335,7 @@ fn compare(
     base: &Scenario,
     sets: &[(String, String)],
     cmp: &str,
+    jobs: usize,
     settings: &Settings,
     page: Option<&std::path::Path>,
     out: &mut impl Write,
@@ -330,22 +352,28 @@ fn compare(
         return crate::usage(format!("--compare {cmp:?}: no values"));
     }
     let mut reports = Vec::new();
-    let mut sampled = Vec::new();
     let mut skipped: Vec<(String, String)> = Vec::new();
     let mut ran: Vec<&str> = Vec::new();
+    let mut scenarios = Vec::new();
     for v in &values {
         let mut s = sets.to_vec();
         s.push((key.to_string(), v.to_string()));
-        let sc = match base.with_sets(&s) {
-            Ok(sc) => sc,
+        match base.with_sets(&s) {
+            Ok(sc) => {
+                scenarios.push(sc);
+                ran.push(v);
+            }
             // A policy that does not apply to this machine (DIM without a NIC) is skipped.
             Err(e @ irqpilot_sim::ConfigError::NotApplicable { .. }) => {
                 skipped.push((v.to_string(), e.to_string()));
-                continue;
             }
             Err(e) => return Err(e.into()),
-        };
-        if page.is_some() {
+        }
+    }
+    if let Some(path) = page {
+        // A page samples each run as it goes: one after another.
+        let mut sampled = Vec::new();
+        for (v, sc) in ran.iter().zip(scenarios) {
             let run = twin::run(
                 sc,
                 &format!("{key}={v}"),
@@ -355,13 +383,24 @@ fn compare(
             )?;
             reports.push(run.report.clone());
             sampled.push((v.to_string(), run));
-        } else {
-            reports.push(run_with_progress(sc)?);
         }
-        ran.push(v);
-    }
-    if let Some(path) = page {
         write_page(path, &twin::page(&base.name, key, &sampled)?)?;
+    } else {
+        // Independent runs on every core (`--jobs`); the reports are a serial run's.
+        let progress = Progress::spinner(&format!("sim --compare {key}"));
+        let mut done = 0;
+        let runs = irqpilot_sim::sweep::run_all(scenarios, jobs, |i| {
+            done += 1;
+            progress.message(format!(
+                "sim --compare {key}: {done} of {} done, last {key}={}",
+                ran.len(),
+                ran[i]
+            ));
+        });
+        progress.finish();
+        for r in runs {
+            reports.push(r.map_err(anyhow::Error::msg)?);
+        }
     }
     let values = ran;
     match settings.format {

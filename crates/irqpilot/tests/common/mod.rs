@@ -170,7 +170,15 @@ pub fn irq_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             if p.is_dir() {
                 walk(&p, out);
             } else {
-                out.insert(p.clone(), std::fs::read(&p).unwrap());
+                // A file replaced whole (written beside, renamed over) may vanish between
+                // the listing and the read.
+                match std::fs::read(&p) {
+                    Ok(b) => {
+                        out.insert(p.clone(), b);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => panic!("{}: {e}", p.display()),
+                }
             }
         }
     }

@@ -1,0 +1,667 @@
+//! The reference of every scenario key, one table generated from the schema: the keys and
+//! their defaults come from the scenario types themselves (serialized), which keys must be given
+//! from what deserialization refuses without them, and the meanings from [`KEYS`]. A test fails
+//! when the schema has a key [`KEYS`] lacks (or the other way round), and when
+//! docs/simulator.md does not hold the table as generated (`irqpilot sim --keys` prints it).
+
+use crate::config::Scenario;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Every scenario key, dotted as `--set` spells it (`N` for a position in a list), with what it
+/// means. Sorted by key.
+pub const KEYS: &[(&str, &str)] = &[
+    (
+        "costs.hardirq_us",
+        "Hardirq entry + handler + EOI + exit (\"realistic\" 1.0 us, costmodel 1.1).",
+    ),
+    (
+        "costs.indirect_full_gap_us",
+        "Gap at which pollution is full; it scales linearly below (100 us, costmodel 2.1).",
+    ),
+    (
+        "costs.indirect_us",
+        "Cache pollution charged to the interrupted work after a long gap (1.0 us, costmodel 2.1).",
+    ),
+    (
+        "costs.mask_unmask_us",
+        "MSI-X vector mask + unmask with PCIe read-back (1.8 us, costmodel 1.1 [MASK]).",
+    ),
+    (
+        "costs.migration_cold_factor",
+        "During those interrupts the indirect (cache) cost `indirect_us` is multiplied by this factor; the extra `(factor - 1) x indirect_us` is hardirq time (U, costmodel 2.7).",
+    ),
+    (
+        "costs.migration_cold_interrupts",
+        "After a move, this many of the IRQ's next interrupts run cache-cold (costmodel 2.7: \"a per-interrupt indirect cost multiplier for the next ~N (U, 100) interrupts\").",
+    ),
+    (
+        "costs.migration_penalty_us",
+        "One-time cost after an IRQ moves to another CPU (cold ring/NAPI state; 10 us, costmodel 1.8).",
+    ),
+    (
+        "costs.napi_poll_us",
+        "Fixed cost of one NAPI poll (0.5 us, costmodel 1.2).",
+    ),
+    (
+        "costs.napi_weight",
+        "NAPI weight: packets per poll (64, `NAPI_POLL_WEIGHT`).",
+    ),
+    (
+        "costs.netdev_budget",
+        "Packets per softirq round (`netdev_budget`, 300).",
+    ),
+    (
+        "costs.netdev_budget_us",
+        "Time per softirq round before deferring to ksoftirqd (`netdev_budget_usecs`, 2000 us).",
+    ),
+    (
+        "costs.nvme_cqe_us",
+        "Per NVMe completion entry reaped in the hardirq handler (0.2 us, costmodel 2.1).",
+    ),
+    (
+        "costs.nvme_io_app_us",
+        "Application cost per I/O submitted and reaped (libaio; 1 us).",
+    ),
+    (
+        "costs.remote_cache_us",
+        "Application time per request served on another last-level cache than the softirq that received it: the packet's and the socket's cache lines cross over (ours, U; costmodel 2.7: \"other core, same LLC: adds remote wakeup (IPI) and LLC transfers\").",
+    ),
+    (
+        "costs.remote_node_app_us",
+        "On top of `remote_cache_us` when the two CPUs are on different NUMA nodes (ours, U; costmodel 2.7: \"other socket: ESnet reports up to 2x throughput loss\").",
+    ),
+    (
+        "costs.remote_node_packet_factor",
+        "Per-packet softirq work (`rx_packet_ns`, `tx_completion_ns`) is multiplied by this when the queue is polled on another NUMA node than its device (its rings and buffers are in the device node's memory). 1 = no effect.",
+    ),
+    (
+        "costs.remote_node_penalty_us",
+        "Extra delivery cost when the IRQ is served on another NUMA node than its device.",
+    ),
+    (
+        "costs.rx_copy_ns_per_byte",
+        "Per received byte copied to the application (0.15 ns/B, costmodel 1.2).",
+    ),
+    (
+        "costs.rx_driver_ns",
+        "The driver's part of `rx_packet_ns` (XDP-level, 42 ns, costmodel 3): what the IRQ CPU still spends per packet when RFS moves the stack to the application's CPU.",
+    ),
+    (
+        "costs.rx_packet_ns",
+        "Per received packet in softirq: driver + GRO + stack (210 ns skb+stack, costmodel 3).",
+    ),
+    (
+        "costs.smt_slowdown",
+        "Work started on a CPU while an SMT sibling of it is busy takes this much longer (the two threads share one core's execution units). 1 = no effect. See docs/placement-twin.md.",
+    ),
+    (
+        "costs.tx_completion_ns",
+        "Per transmit completion cleaned in the NAPI poll.",
+    ),
+    (
+        "costs.wakeup_ipi_us",
+        "Latency of waking an application thread on another CPU that is idle (wake-up IPI and schedule; 1.5 us, costmodel 1.1 / 3 \"IPI latency\", U). With RFS, the IPI that hands the packets to the thread's CPU.",
+    ),
+    ("description", "What it reproduces, with its source."),
+    ("duration_ms", "Simulated time to run."),
+    (
+        "gsim.delay_us",
+        "Maximum (or fixed) delay; 0 disables moderation. Suggested 100.",
+    ),
+    (
+        "gsim.enabled",
+        "Enable GSIM on every device vector (the kernel enables it per IRQ).",
+    ),
+    (
+        "gsim.hardirq_percent",
+        "Per-CPU hardirq share above which moderation engages (0 = not used). Suggested 70.",
+    ),
+    (
+        "gsim.scale_cpus",
+        "Over-estimation of active CPUs, percent: 150 in v4, 200 in v3.",
+    ),
+    (
+        "gsim.target_intr_rate",
+        "Global rate above which moderation engages (0 = not used). Suggested 1,000,000.",
+    ),
+    ("gsim.update_ms", "Epoch length."),
+    (
+        "machine.cmdline",
+        "Kernel command line (`/proc/cmdline`): `isolcpus=`, `nohz_full=` and `irqaffinity=` set the machine's isolation as on Linux (`Machine.isolation`, `/sys/devices/system/cpu/isolated`).",
+    ),
+    ("machine.cores_per_package", "Cores per package."),
+    ("machine.numa_nodes", "NUMA nodes."),
+    ("machine.packages", "Packages (sockets)."),
+    ("machine.threads_per_core", "SMT threads per core."),
+    (
+        "machine.vectors_per_cpu",
+        "Device vectors each CPU can take: x86's vector matrix has about 200 per CPU (balancing.md 5.6, \"at max. 204\"). An affinity write that finds no CPU of its mask with a free vector fails with ENOSPC and changes nothing.",
+    ),
+    (
+        "metrics.series_ms",
+        "Resolution of the time series in the report (0 = no series).",
+    ),
+    (
+        "moderator.delay_us",
+        "Largest delay the moderator may impose on any source, microseconds (GSIM: 100).",
+    ),
+    (
+        "moderator.exclude",
+        "Devices the moderators never touch, by interface, NVMe controller or PCI address (globs with `*` and `?`): e.g. the management interface, or a NIC whose driver resets its queues when coalescing changes. Their interrupts still count against the target.",
+    ),
+    (
+        "moderator.hardirq_percent",
+        "Per-CPU hardirq share to stay under, percent (GSIM's suggestion: 70).",
+    ),
+    (
+        "moderator.hysteresis",
+        "Relative band under the target where delays are held rather than relaxed (0.1 = act at 100%, relax below 90%): keeps the loop from oscillating around the target.",
+    ),
+    (
+        "moderator.idle",
+        "The setting of a queue with nothing to moderate: `none` (the lowest-latency setting) or `driver-default` (what the driver had).",
+    ),
+    (
+        "moderator.kernel_soft",
+        "Whether to configure the kernel's own software moderation (GSIM) where the kernel has it. Off: GSIM's parameters and per-IRQ switches are left as they are.",
+    ),
+    (
+        "moderator.knee_search",
+        "Whether to find the platform's knee by probing (the target then moves away from `target_intr_rate`, which is where it starts); off: the target stays fixed, as GSIM's.",
+    ),
+    (
+        "moderator.min_delay_us",
+        "Smallest delay worth programming; below it the source's original setting is restored.",
+    ),
+    (
+        "moderator.min_intr_rate",
+        "The lowest target the knee search may settle on, interrupts/s (`target_intr_rate` where that is lower).",
+    ),
+    (
+        "moderator.period_ms",
+        "Control period, milliseconds (the daemon's and the twin's sampling interval).",
+    ),
+    (
+        "moderator.relax",
+        "Fraction by which delays shrink per period when under target (GSIM shrinks by 1/16 per 5 ms epoch; 1/8 per 10 ms period is similar).",
+    ),
+    (
+        "moderator.rx_frames",
+        "`rx-frames` paired with a programmed `rx-usecs`, so a queue whose timer restarts at every packet (mlx5 CQE mode) still interrupts at least every this many packets.",
+    ),
+    (
+        "moderator.smoothing",
+        "Weight of the newest period in the smoothed per-source rates (1 = no smoothing). Rates measured over one short period are noisy; acting on noise makes a loop oscillate.",
+    ),
+    (
+        "moderator.target_intr_rate",
+        "Platform-wide device interrupt rate to stay under (GSIM's suggestion: 1,000,000; the affected platforms' knee is 1-3 M/s, moderation.md 1.2).",
+    ),
+    ("name", "Name (built-ins: the file stem)."),
+    (
+        "nic.N.adaptive_tx",
+        "Whether DIM also adapts TX completion moderation (`adaptive-tx`), with `moderation = \"dim\"`.",
+    ),
+    (
+        "nic.N.aim_mode",
+        "`enable_aim` for AIM moderation (0, 1, 2).",
+    ),
+    (
+        "nic.N.cpus",
+        "CPUs the driver spreads the queues' IRQs over itself, as a cpulist (queue i on the i-th CPU, wrapping). Default: none of its own: each vector goes where the kernel's vector matrix puts it, the CPU of the default affinity (`irqaffinity=`, else all) with the fewest vectors, so a second NIC's queues follow the first's.",
+    ),
+    (
+        "nic.N.cqe_mode",
+        "RX timer restarts at every completion (mlx5 CQE mode) rather than at the first.",
+    ),
+    ("nic.N.itr_register", "Throttle register of an AIM NIC."),
+    ("nic.N.link_gbps", "Line rate."),
+    ("nic.N.moderation", "Per-queue moderation."),
+    ("nic.N.mtu_bytes", "Bytes per packet on the wire."),
+    ("nic.N.name", "Interface name."),
+    ("nic.N.node", "NUMA node of the device."),
+    ("nic.N.queues", "RX/TX queue pairs (one MSI-X vector each)."),
+    ("nic.N.ring_size", "RX ring descriptors per queue."),
+    (
+        "nic.N.rx_frames",
+        "`rx-frames` for static moderation (32: mlx5's default; 0 = no frame limit).",
+    ),
+    (
+        "nic.N.rx_usecs",
+        "`rx-usecs` for static moderation (3 us: mlx5's static CQE-mode default, costmodel 1.5).",
+    ),
+    (
+        "nic.N.tx_frames",
+        "`tx-frames` for static TX completion moderation (mlx5 default 32).",
+    ),
+    (
+        "nic.N.tx_usecs",
+        "`tx-usecs` for static TX completion moderation (mlx5 default 16 us, EQE mode).",
+    ),
+    (
+        "nic.N.vm_exit_us",
+        "Hypervisor cost per device interrupt in a VM (2 exits x 0.5 us, costmodel 1.4).",
+    ),
+    (
+        "nic.N.vms",
+        "Virtual machines sharing the NIC (SR-IOV VFs): queues are split evenly between them and each VM's interrupts pay `vm_exit_us` on top of the hardirq cost.",
+    ),
+    (
+        "nvme.N.coalesce_threshold",
+        "Feature 08h aggregation threshold (entries).",
+    ),
+    (
+        "nvme.N.coalesce_time_100us",
+        "Feature 08h aggregation time, 100 us units.",
+    ),
+    (
+        "nvme.N.cpus",
+        "CPUs the queues spread over (cpulist; the kernel spreads over all CPUs). Default: all.",
+    ),
+    ("nvme.N.drives", "Number of drives."),
+    (
+        "nvme.N.latency_us",
+        "Media latency of one read (78 us p50 at QD1 in GSIM v4's table).",
+    ),
+    (
+        "nvme.N.max_iops",
+        "Device maximum 4 KiB random-read IOPS (its DMA bandwidth / 4 KiB).",
+    ),
+    ("nvme.N.moderation", "Coalescing."),
+    (
+        "nvme.N.name",
+        "Name prefix: drives are `<prefix>0`, `<prefix>1`, ...",
+    ),
+    ("nvme.N.node", "NUMA node."),
+    (
+        "nvme.N.queues_per_drive",
+        "I/O queues (kernel-managed vectors) per drive, at most one per CPU of `cpus`: each drive's queues get masks spread over `cpus` as the kernel spreads them, and each vector fires on the CPU the kernel's vector matrix picks in its mask (`managed.rs`).",
+    ),
+    (
+        "placement.irqpilot.applications",
+        "Where the applications that consume a device's traffic run. The device's queue IRQs then prefer the other CPUs that share a last-level cache with those (the cost of leaving that set is `numa_penalty`) rather than the device's NUMA-local CPUs: a softirq on another cache than the thread it wakes adds a wake-up IPI and cache-line transfers, on another socket up to 2x throughput loss; on the application's own CPUs it preempts the application (costmodel.md 2.7). An application whose CPUs fill their caches leaves its device's IRQs near the device.",
+    ),
+    (
+        "placement.irqpilot.ban_cpus",
+        "CPUs never to place an IRQ on (IRQs there are moved off), on top of isolation.",
+    ),
+    (
+        "placement.irqpilot.ban_irqs",
+        "IRQs never to touch (they still count for load and vectors).",
+    ),
+    (
+        "placement.irqpilot.ban_names",
+        "IRQ name globs (`*`, `?`) never to touch, matched against each action name and the joined name as `/proc/interrupts` prints it.",
+    ),
+    (
+        "placement.irqpilot.heavy_min_load",
+        "An IRQ whose load is below this is light: never moved for balance, only to satisfy isolation, bans and pins (kirqd ignored light sources too, balancing.md 3.2).",
+    ),
+    (
+        "placement.irqpilot.interrupt_cost_us",
+        "Cost of one interrupt when the kernel does not account IRQ time (no `/proc/stat` irq and softirq columns, or no `IRQ_TIME_ACCOUNTING`): 1 us hardirq + 1 us indirect (costmodel.md 1.1).",
+    ),
+    (
+        "placement.irqpilot.llc_weight",
+        "Weight of the load the CPUs of one last-level cache share.",
+    ),
+    (
+        "placement.irqpilot.load_shift",
+        "Relative change of per-IRQ loads between two periods that counts as a load shift and shortens the period.",
+    ),
+    (
+        "placement.irqpilot.manage_default_affinity",
+        "Write `/proc/irq/default_smp_affinity` when it includes CPUs IRQs may not use, so IRQs registered later start on housekeeping CPUs (balancing.md 8.3).",
+    ),
+    (
+        "placement.irqpilot.max_interrupt_cost_us",
+        "Upper bound on the time charged to one interrupt when a CPU's irq+softirq time is shared among its interrupts: one `net_rx_action` round may run 2 jiffies (2000 us at HZ=1000, costmodel.md 1.2). Stops a CPU's unrelated softirq work from making a rare IRQ heavy.",
+    ),
+    (
+        "placement.irqpilot.max_interval_ms",
+        "Longest control period (steady load), ms. irqbalance polls every 10 s (balancing.md 1.2).",
+    ),
+    (
+        "placement.irqpilot.min_interval_ms",
+        "Shortest control period the policy asks for (after moves or load shifts), ms.",
+    ),
+    (
+        "placement.irqpilot.numa_penalty",
+        "What placing an IRQ off its device's NUMA-local CPUs costs, in CPU shares: it goes remote only when the local CPUs are busier than this (ESnet: up to 2x slower TCP across sockets, costmodel.md 1.8).",
+    ),
+    (
+        "placement.irqpilot.package_weight",
+        "Weight of the load the CPUs of one package share (Kamble: balance packages first, balancing.md 3.1).",
+    ),
+    (
+        "placement.irqpilot.pin",
+        "Pins: IRQs (by number, device or name glob) restricted to a CPU set.",
+    ),
+    (
+        "placement.irqpilot.queue_spread_weight",
+        "Weight of the load one device's queues put on one core: spreads a device's queues one per core (vendor scripts and RSS do the same, balancing.md 5.8, 6.5).",
+    ),
+    (
+        "placement.irqpilot.smt_weight",
+        "Weight of the load two SMT siblings share (their core's load, squared, in the objective). Siblings share execution units: \"HT has shown no benefit\" for interrupt handling (scaling.rst, balancing.md 5.8).",
+    ),
+    (
+        "placement.irqpilot.tolerance",
+        "Smallest gain (CPU shares, see docs/placement.md) a balancing move must bring. Undoing a move needs the loads to change by about twice this, which is what keeps the policy from oscillating.",
+    ),
+    (
+        "placement.irqpilot.tolerance_relative",
+        "The gain must also reach this fraction of the source CPU's load (kirqd's max/8, balancing.md 3.2 and A4).",
+    ),
+    (
+        "placement.irqpilot.vector_capacity",
+        "Device vectors per CPU (x86: \"at max. 204\", about 200 allocatable, balancing.md 5.6).",
+    ),
+    ("placement.policy", "Who places IRQs."),
+    (
+        "placement.rotate_interval_ms",
+        "Period of `rotate` (HZ/50 = 20 ms in 2.5.52, Kamble).",
+    ),
+    (
+        "platform.gamma",
+        "Above the knee, device DMA efficiency is `(knee / rate)^gamma`.",
+    ),
+    (
+        "platform.healthy_knee_per_sec",
+        "Knee of a healthy platform (25 M/s, costmodel 1.4).",
+    ),
+    ("platform.kind", "Which knee applies."),
+    (
+        "platform.limited_knee_per_sec",
+        "Knee of an affected platform (2 M/s, costmodel 1.4).",
+    ),
+    ("platform.min_efficiency", "Lowest DMA efficiency."),
+    (
+        "platform.msi_latency_us",
+        "MSI write to handler start on an idle platform.",
+    ),
+    (
+        "platform.rate_window_us",
+        "Time constant of the platform's MSI rate estimate.",
+    ),
+    ("seed", "Seed of every random stream."),
+    (
+        "warmup_ms",
+        "Time at the start excluded from throughput and latency metrics.",
+    ),
+    (
+        "workload.N.app_cpus",
+        "CPUs the server's threads are pinned to (a CPU list, `taskset -c`); each client's connection belongs to one of them (client number modulo their count). Absent: a request is served on the CPU whose softirq received it.",
+    ),
+    ("workload.N.block_kb", "Block size."),
+    ("workload.N.chunk_kb", "Bytes per send burst."),
+    ("workload.N.clients", "Concurrent clients (flows)."),
+    (
+        "workload.N.exponential_service",
+        "Service times exponentially distributed (an M/M/1 server) instead of fixed.",
+    ),
+    (
+        "workload.N.flows",
+        "Concurrent flows (default: 4 per queue).",
+    ),
+    (
+        "workload.N.hot_fraction",
+        "Fraction of the flows that RSS puts on the NIC's first queue (elephant flows hashing together); the rest spread evenly. 0 = even spread.",
+    ),
+    (
+        "workload.N.iodepth",
+        "Outstanding I/Os per queue (jobs on that queue's CPU x iodepth).",
+    ),
+    (
+        "workload.N.jitter_us",
+        "Extra network delay of each chunk, exponential with this mean (switch queueing); it keeps flows sharing a queue from marching in lockstep.",
+    ),
+    (
+        "workload.N.jobs",
+        "fio jobs per queue (threads on that queue's CPU): a queue has `jobs x iodepth` reads outstanding.",
+    ),
+    (
+        "workload.N.kind",
+        "What the workload is: `bulk` (closed-loop TCP flows received), `bulk-tx` (transmit with TSO), `poisson` (open-loop requests), `rpc` (closed-loop request/response), `fio` (NVMe random reads).",
+    ),
+    (
+        "workload.N.load",
+        "Sender pacing: fraction of line rate offered in total.",
+    ),
+    ("workload.N.nic", "NIC name."),
+    ("workload.N.nvme", "NVMe group name."),
+    (
+        "workload.N.probe_per_sec",
+        "A latency probe beside the bulk traffic: this many 128-byte requests per second (Poisson, spread by RSS, answered at once), whose round trips are this workload's latency. 0 = none.",
+    ),
+    (
+        "workload.N.queue",
+        "Steer every client to this queue of the NIC (an n-tuple flow-steering rule, `ethtool -N ... action Q`) instead of spreading them by RSS.",
+    ),
+    (
+        "workload.N.rate_iops",
+        "fio's `rate_iops`: the most I/Os per second each job issues (0 = as fast as completions allow).",
+    ),
+    ("workload.N.rate_per_sec", "Requests per second."),
+    ("workload.N.request_bytes", "Request size on the wire."),
+    ("workload.N.response_bytes", "Response size."),
+    (
+        "workload.N.service_us",
+        "Application work per request (mean, when exponential).",
+    ),
+    (
+        "workload.N.start_ms",
+        "Simulated time at which the workload starts (a load step).",
+    ),
+    (
+        "workload.N.steering",
+        "How a request reaches its thread when that runs on another CPU: `none` (the IRQ CPU's softirq runs the stack and wakes the thread), `rfs` (receive flow steering: the stack runs on the thread's CPU).",
+    ),
+    (
+        "workload.N.stop_ms",
+        "Simulated time at which the senders (clients, flows, jobs) stop, after what they have in flight: a burst, then idle; 0 = never.",
+    ),
+    (
+        "workload.N.think_us",
+        "Client think time between a response and the next request (exponential mean).",
+    ),
+    ("workload.N.tso_kb", "TSO segment size."),
+    ("workload.N.window_kb", "Bytes a flow may have in flight."),
+    (
+        "workload.N.wire_rtt_us",
+        "Network round trip outside the simulated receiver.",
+    ),
+];
+
+/// A scenario that gives every key a value, optional ones included, and one workload of each
+/// kind: its keys are the schema's.
+const FULL: &str = r#"
+name = "full"
+[machine]
+cores_per_package = 4
+[moderator]
+[[nic]]
+name = "eth0"
+link_gbps = 10
+queues = 2
+cpus = "0-1"
+[[nvme]]
+name = "nvme"
+drives = 1
+queues_per_drive = 1
+max_iops = 1000
+cpus = "0"
+[[workload]]
+kind = "bulk"
+nic = "eth0"
+load = 1
+[[workload]]
+kind = "bulk-tx"
+nic = "eth0"
+load = 1
+[[workload]]
+kind = "poisson"
+nic = "eth0"
+rate_per_sec = 1
+app_cpus = "0"
+[[workload]]
+kind = "rpc"
+nic = "eth0"
+clients = 1
+queue = 0
+app_cpus = "0"
+[[workload]]
+kind = "fio"
+nvme = "nvme"
+iodepth = 1
+"#;
+
+/// What one key looks like in the schema.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeyInfo {
+    /// Workload kinds that have it (workload keys only).
+    pub kinds: Vec<String>,
+    /// Its default as JSON text (`None` when it must be given or is absent by default).
+    pub default: Option<String>,
+    /// Whether a scenario must give it.
+    pub required: bool,
+}
+
+/// Leaves of `v`, dotted; list positions become `N`, list elements that are objects are walked.
+fn leaves(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                leaves(&key, x, out);
+            }
+        }
+        Value::Array(a) if a.iter().any(Value::is_object) => {
+            for x in a {
+                leaves(&format!("{prefix}.N"), x, out);
+            }
+        }
+        _ => out.push((prefix.to_string(), v.clone())),
+    }
+}
+
+/// The keys of the schema with their kinds, defaults and whether they are required.
+pub fn schema() -> Result<BTreeMap<String, KeyInfo>, String> {
+    let full: toml::Value = toml::from_str(FULL).map_err(|e| e.to_string())?;
+    let parse = |v: &toml::Value| -> Result<Scenario, String> {
+        let text = toml::to_string(v).map_err(|e| e.to_string())?;
+        Scenario::from_toml(&text, "schema").map_err(|e| e.to_string())
+    };
+    let json = |sc: &Scenario| serde_json::to_value(sc).map_err(|e| e.to_string());
+    let full_json = json(&parse(&full)?)?;
+    // The same scenario with only what must be given: its values are the defaults.
+    let mut minimal = full.clone();
+    let mut required: Vec<(String, String)> = Vec::new();
+    let mut out = Vec::new();
+    leaves("", &full_json, &mut out);
+    for (key, _) in &out {
+        let mut trial = minimal.clone();
+        if remove(&mut trial, key) {
+            match parse(&trial) {
+                Ok(_) => minimal = trial,
+                Err(e) if e.contains("missing field") => {
+                    required.push((key.clone(), e));
+                }
+                Err(_) => minimal = trial,
+            }
+        }
+    }
+    let mut defaults = Vec::new();
+    leaves("", &json(&parse(&minimal)?)?, &mut defaults);
+    let kinds: Vec<String> = full_json["workload"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|w| w["kind"].as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut map: BTreeMap<String, KeyInfo> = BTreeMap::new();
+    for (key, _) in &out {
+        let info = map.entry(key.clone()).or_default();
+        info.required |= required.iter().any(|(k, _)| k == key);
+    }
+    for (key, info) in &mut map {
+        if key.starts_with("workload.") {
+            info.kinds = workload_kinds(&full_json, key, &kinds);
+        }
+        if !info.required {
+            let mut vals: Vec<String> = defaults
+                .iter()
+                .filter(|(k, v)| k == key && !v.is_null())
+                .map(|(_, v)| v.to_string())
+                .collect();
+            vals.dedup();
+            info.default = (!vals.is_empty()).then(|| vals.join(" / "));
+        }
+    }
+    Ok(map)
+}
+
+/// Kinds of workload whose entry in `full` has `key` (`workload.N.field`).
+fn workload_kinds(full: &Value, key: &str, kinds: &[String]) -> Vec<String> {
+    let field = key.trim_start_matches("workload.N.");
+    full["workload"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .zip(kinds)
+                .filter(|(w, _)| w.get(field).is_some())
+                .map(|(_, k)| k.clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Removes the dotted `key` (`N`: from every element) from `v`; whether anything was removed.
+fn remove(v: &mut toml::Value, key: &str) -> bool {
+    let Some((head, rest)) = key.split_once('.') else {
+        return v.as_table_mut().is_some_and(|t| t.remove(key).is_some());
+    };
+    match (head, v) {
+        ("N", toml::Value::Array(a)) => {
+            let mut any = false;
+            for x in a {
+                any |= remove(x, rest);
+            }
+            any
+        }
+        (h, toml::Value::Table(t)) => t.get_mut(h).is_some_and(|x| remove(x, rest)),
+        _ => false,
+    }
+}
+
+/// The reference table (Markdown): key, workload kinds, default, meaning.
+pub fn reference_table() -> Result<String, String> {
+    let schema = schema()?;
+    let mut out = String::from("| key | default | meaning |\n|---|---|---|\n");
+    for (key, meaning) in KEYS {
+        let info = schema.get(*key).cloned().unwrap_or_default();
+        let default = if info.required {
+            "required".to_string()
+        } else {
+            info.default
+                .map_or("absent".to_string(), |d| format!("`{d}`"))
+        };
+        let kinds = if info.kinds.is_empty() || info.kinds.len() == 5 {
+            String::new()
+        } else {
+            format!(" ({})", info.kinds.join(", "))
+        };
+        out += &format!(
+            "| `{key}`{kinds} | {default} | {} |\n",
+            meaning.replace('|', "\\|")
+        );
+    }
+    Ok(out)
+}
