@@ -3,24 +3,11 @@
 //! on machines it was not tuned on.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{builtin_with, sets};
 use irqpilot_core::Action;
-use irqpilot_sim::scenarios::builtin;
 use irqpilot_sim::{Report, Scenario};
-
-fn sets(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn builtin_with(name: &str, pairs: &[(&str, &str)]) -> Scenario {
-    builtin(name)
-        .unwrap()
-        .unwrap()
-        .with_sets(&sets(pairs))
-        .unwrap()
-}
 
 fn toml_with(text: &str, pairs: &[(&str, &str)]) -> Scenario {
     Scenario::from_toml(text, "test")

@@ -2,25 +2,13 @@
 //! arithmetic behind them, and the kernel rules every affinity write meets.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{builtin_with as scenario, sets};
 use irqpilot_core::{Action, ApplyError, CpuId, CpuSet, IrqNum, Plan, Platform};
 use irqpilot_sim::placement::{Rotation, static_plan};
 use irqpilot_sim::scenarios::builtin;
 use irqpilot_sim::{Report, Scenario, Sim, SimPlatform};
-
-fn sets(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn scenario(name: &str, pairs: &[(&str, &str)]) -> Scenario {
-    builtin(name)
-        .unwrap()
-        .unwrap()
-        .with_sets(&sets(pairs))
-        .unwrap()
-}
 
 fn run(name: &str, pairs: &[(&str, &str)]) -> Report {
     irqpilot_sim::run_scenario(scenario(name, pairs), |_| {}).unwrap()

@@ -1,23 +1,14 @@
 //! Validation of the twin: determinism, closed forms, and the published shapes it must show.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{builtin_with, sets};
 use irqpilot_sim::scenarios::builtin;
 use irqpilot_sim::{Report, Scenario};
 
-fn sets(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
 fn run_builtin(name: &str, pairs: &[(&str, &str)]) -> Report {
-    let sc = builtin(name)
-        .unwrap()
-        .unwrap()
-        .with_sets(&sets(pairs))
-        .unwrap();
-    run(sc)
+    run(builtin_with(name, pairs))
 }
 
 fn run(sc: Scenario) -> Report {
