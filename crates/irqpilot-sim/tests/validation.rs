@@ -279,14 +279,12 @@ fn global_moderation_leaves_low_load_latency_alone() {
     }
 }
 
-/// The 100 G machine with bulk load from 300 to 1500 ms, idle, and again from 1800 ms.
-/// irqpilot runs with its knee search off: this is the fast loop's settling. The knee search's
-/// climb (one step of 15% at a time past the highest rate it kept) takes longer than 800 ms
-/// here (1060 ms on seed 1); it is measured by the held-out sweep's `settle-first`,
-/// `settle-later` and `ripple` targets (docs/moderation.md, held-out results).
+/// The 100 G machine with bulk load from 300 to 1500 ms, idle, and again from 1800 ms, under
+/// each moderator's default configuration (irqpilot's knee search included: the first step
+/// is its search for the 2 M/s knee, the second a load it has measured before).
 fn load_steps(moderation: &str, seed: &str) -> Report {
     let base = builtin("nic-100g-32q").unwrap().unwrap();
-    let mut v = vec![
+    let v = vec![
         ("workload.0.start_ms", "300"),
         ("workload.0.stop_ms", "1500"),
         ("duration_ms", "2600"),
@@ -294,9 +292,6 @@ fn load_steps(moderation: &str, seed: &str) -> Report {
         ("moderation", moderation),
         ("seed", seed),
     ];
-    if moderation == "irqpilot" {
-        v.push(("moderator.knee_search", "false"));
-    }
     let mut sc = base.with_sets(&sets(&v)).unwrap();
     let mut again = sc.workload[0].clone();
     if let irqpilot_sim::config::WorkloadCfg::Bulk {

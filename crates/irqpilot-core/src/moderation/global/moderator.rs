@@ -12,7 +12,7 @@ use super::{GlobalModerationConfig, Idle};
 use crate::ids::IrqNum;
 use crate::machine::Machine;
 use crate::moderation::knobs::Knob;
-use crate::plan::{Action, CoalesceParams, Plan};
+use crate::plan::{Action, ApplyError, ApplyReport, CoalesceParams, Plan};
 use crate::policy::{Policy, PolicyInput};
 use crate::rates::Rates;
 use crate::snapshot::RowLabel;
@@ -49,6 +49,28 @@ pub fn water_level(rates: &[f64], budget: f64) -> Option<f64> {
 struct Sent {
     params: CoalesceParams,
     after: Option<Knob>,
+}
+
+/// What a coalescing action is about: a queue (`eth0/3`), a device-wide NIC setting (`eth0`)
+/// or an NVMe controller (`nvme0`).
+fn action_key(a: &Action) -> Option<String> {
+    match a {
+        Action::SetCoalesce {
+            device,
+            queue: Some(q),
+            ..
+        } => Some(format!("{device}/{q}")),
+        Action::SetCoalesce { device, .. } => Some(device.clone()),
+        Action::SetNvmeCoalescing { controller, .. } => Some(controller.clone()),
+        _ => None,
+    }
+}
+
+/// An action sent (or refused), with the knob's reading when it was sent.
+#[derive(Clone, Debug)]
+struct Sending {
+    action: Action,
+    reading: Option<Knob>,
 }
 
 /// One source the moderator may act on this period.
@@ -95,6 +117,12 @@ pub struct GlobalModerator {
     /// microseconds are a coarse grid at small delays (2 -> 3 us is a third fewer
     /// interrupts): without this floor the loop would cycle between two grid points.
     floor: BTreeMap<IrqNum, (u32, u64, f64)>,
+    /// Actions sent this period, by [`action_key`], to match with the platform's report.
+    pending: BTreeMap<String, Sending>,
+    /// Actions the platform refused (a driver without the knob, a controller whose feature is
+    /// not changeable), and whether the plan said so: the same action is not sent again while
+    /// the knob reads as it did, and a different one (or a changed knob) is tried.
+    refused: BTreeMap<String, (Sending, bool)>,
 }
 
 /// Periods a learned delay floor lasts (5 s at 10 ms), and the change of an interface's packet
@@ -124,6 +152,8 @@ impl GlobalModerator {
             natural: 0.0,
             relaxed: BTreeMap::new(),
             floor: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            refused: BTreeMap::new(),
         }
     }
 
@@ -549,12 +579,51 @@ impl Policy for GlobalModerator {
         "global-moderation"
     }
 
+    fn observe(&mut self, report: &ApplyReport) {
+        for o in &report.outcomes {
+            let Some(key) = action_key(&o.action) else {
+                continue;
+            };
+            if !self.pending.get(&key).is_some_and(|s| s.action == o.action) {
+                continue; // another policy's action
+            }
+            let Some(sent) = self.pending.remove(&key) else {
+                continue;
+            };
+            match &o.result {
+                // A vanished IRQ or device is no verdict on the setting.
+                Ok(_) | Err(ApplyError::Vanished) => {
+                    self.refused.remove(&key);
+                }
+                Err(_) => {
+                    self.refused.insert(key, (sent, false));
+                }
+            }
+        }
+    }
+
     fn decide(&mut self, input: &PolicyInput<'_>) -> Plan {
         let mut notes = self.update(input);
         let m = input.machine;
         let mut plan = Plan::default();
         let mut nvme: BTreeMap<String, (u8, u16)> = BTreeMap::new();
         let movable: Vec<(IrqNum, Knob)> = self.movable(m).map(|(i, k)| (i, k.clone())).collect();
+        // Each action's knob as read now, by action key (a device-wide one: its first queue's).
+        let mut readings: BTreeMap<String, Knob> = BTreeMap::new();
+        for (_, knob) in &movable {
+            let key = match knob {
+                Knob::NicQueue {
+                    device,
+                    queue,
+                    per_queue: true,
+                    ..
+                } => format!("{device}/{queue}"),
+                Knob::NicQueue { device, .. } => device.clone(),
+                Knob::NvmeController { controller, .. } => controller.clone(),
+                Knob::Soft { .. } => continue,
+            };
+            readings.entry(key).or_insert_with(|| knob.clone());
+        }
         for (irq, knob) in &movable {
             match knob {
                 Knob::NicQueue {
@@ -660,6 +729,37 @@ impl Policy for GlobalModerator {
                 threshold: want.1,
             });
         }
+        self.pending.clear();
+        let mut kept = Vec::with_capacity(plan.actions.len());
+        for action in plan.actions.drain(..) {
+            let Some(key) = action_key(&action) else {
+                kept.push(action);
+                continue;
+            };
+            let reading = readings.get(&key).cloned();
+            if let Some((r, told)) = self.refused.get_mut(&key) {
+                if r.action == action && r.reading == reading {
+                    if !*told {
+                        *told = true;
+                        notes.push(format!(
+                            "{key}: refused before, not sent again while it reads the same"
+                        ));
+                    }
+                    continue;
+                }
+            }
+            // Something changed (what is wanted, or the knob): try again.
+            self.refused.remove(&key);
+            self.pending.insert(
+                key,
+                Sending {
+                    action: action.clone(),
+                    reading,
+                },
+            );
+            kept.push(action);
+        }
+        plan.actions = kept;
         if !self.delay.is_empty() && !plan.actions.is_empty() {
             let (lo, hi) = self
                 .delay

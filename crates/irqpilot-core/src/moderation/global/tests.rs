@@ -338,3 +338,54 @@ fn config_checks() {
     assert!(serde_json::from_str::<GlobalModerationConfig>(r#"{"idle": "off"}"#).is_err());
     let _ = CoalesceParams::default();
 }
+
+/// A setting the device refused (QEMU's NVMe answers feature 08h with "Feature Not
+/// Changeable"; the VM lab saw 56 such refusals in 30 s, one per period) is not sent again
+/// while the knob reads the same and the same setting is wanted; a change of either tries again.
+#[test]
+fn a_refused_setting_is_not_sent_again_until_something_changes() {
+    use crate::plan::ApplyReport;
+    let nvme = |time_100us, threshold| Knob::NvmeController {
+        controller: "nvme0".into(),
+        vector: 1,
+        time_100us,
+        threshold,
+    };
+    let mut m = Machine::default();
+    let mut irq = Irq::new(IrqNum(60));
+    irq.effective = Some(CpuSet::single(CpuId(0)));
+    m.irqs.insert(irq.irq, irq);
+    m.moderation.knobs.insert(IrqNum(60), nvme(1, 4));
+    let r = rates(0, 0.0, None);
+    let mut g = GlobalModerator::new(GlobalModerationConfig::default());
+    let sets = |p: &Plan| {
+        p.actions
+            .iter()
+            .filter(|a| matches!(a, Action::SetNvmeCoalescing { .. }))
+            .count()
+    };
+    // idle = "none": the controller's coalescing goes off; the controller refuses.
+    let first = decide(&mut g, &m, &r, 1);
+    assert_eq!(sets(&first), 1, "{first:?}");
+    g.observe(&ApplyReport::refuse_all(&first, "Feature Not Changeable"));
+    let mut notes = 0;
+    for period in 2..100 {
+        let p = decide(&mut g, &m, &r, period);
+        assert_eq!(sets(&p), 0, "period {period}: sent again: {p:?}");
+        notes += p
+            .notes
+            .iter()
+            .filter(|n| n.contains("refused before"))
+            .count();
+        g.observe(&ApplyReport::default());
+    }
+    assert_eq!(notes, 1, "the plan says so once");
+    // The controller's setting changed (firmware, another tool): worth another try.
+    m.moderation.knobs.insert(IrqNum(60), nvme(2, 8));
+    let p = decide(&mut g, &m, &r, 100);
+    assert_eq!(sets(&p), 1, "{p:?}");
+    // Accepted this time: nothing more to send once the knob reads what was sent.
+    g.observe(&ApplyReport::default());
+    m.moderation.knobs.insert(IrqNum(60), nvme(0, 1));
+    assert_eq!(sets(&decide(&mut g, &m, &r, 101)), 0);
+}
