@@ -17,9 +17,14 @@
 //!   throughput collapse and a latency spike. The first probe of a search is one such step (or
 //!   just to the natural rate, when that is nearer); kept steps double only up to what was
 //!   proven (a search resuming below it);
+//! * a search resumed below ground it had proven (a burst ended during the climb) steps
+//!   straight back to the highest target kept, or to the natural rate where that is lower;
+//! * less work while the target holds nothing back is the load leaving, not a knee: no verdict;
+//!   a step up past the natural rate that lets go of everything without loss is kept;
 //! * after an undone step up the search halves its step until it is small, then parks; a
 //!   parked finder probes again after a back-off (1, 2, 4 ... 32 s) or when the work done
-//!   changes by a third (a new load).
+//!   changes by a third (a new load), but not when a load comes back after a pause to the work
+//!   the last search measured (the target found for it stands).
 //!
 //! A difference counts only when it exceeds three standard errors of the per-period work (and
 //! 1%), so noise does not walk the target. What it cannot see on a real machine: work that

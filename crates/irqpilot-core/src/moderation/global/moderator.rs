@@ -391,7 +391,16 @@ impl GlobalModerator {
                                 .max(0.0)
                                 .max(floor.min(cur))
                         }
-                        _ if relax => (cur * (1.0 - self.cfg.relax)).max(floor.min(cur)),
+                        // Under the band: a relax step, but never past the delay the rate
+                        // model gives for the aim (a whole step there overshoots the band
+                        // and the loop cycles across it).
+                        _ if relax => (cur * (1.0 - self.cfg.relax))
+                            .max(if device_total > 0.0 {
+                                towards(s.rate * aim / device_total).min(cur)
+                            } else {
+                                0.0
+                            })
+                            .max(floor.min(cur)),
                         _ => cur.min(ceiling),
                     };
                     if capped {
