@@ -24,6 +24,7 @@ pub mod config;
 mod contention;
 mod cq;
 pub mod engine;
+pub mod error;
 pub mod export;
 mod gsim;
 pub mod heldout;
@@ -49,6 +50,7 @@ mod vectors;
 mod workload;
 
 pub use config::{ConfigError, Scenario};
+pub use error::{BuildError, SimError};
 pub use metrics::{MAX_SERIES_POINTS, SeriesPoint};
 pub use report::Report;
 pub use runner::{

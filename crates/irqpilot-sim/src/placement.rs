@@ -19,7 +19,8 @@
 //! The kernel-side rules every write meets (effective CPU, vector capacity, managed vectors) are
 //! in `vectors.rs`; the costs of a move (cold penalty, cache-cold interrupts) in `config::Costs`.
 
-use crate::config::{MachineCfg, Scenario};
+use crate::config::{CmdlineError, Inconsistency, MachineCfg, Scenario};
+use crate::error::BuildError;
 use crate::rng::Stream;
 use crate::sim::Sim;
 use irqpilot_core::{Action, CpuId, CpuSet, Isolation, Machine, Plan, Topology};
@@ -52,6 +53,15 @@ pub enum PlacementPolicy {
 }
 
 impl PlacementPolicy {
+    /// Every policy, in the order `--set placement=` lists them.
+    pub const ALL: [PlacementPolicy; 5] = [
+        PlacementPolicy::None,
+        PlacementPolicy::Rotate,
+        PlacementPolicy::Static,
+        PlacementPolicy::Irqpilot,
+        PlacementPolicy::Irqbalance,
+    ];
+
     /// The name used in `--set placement=` and in reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -97,11 +107,11 @@ impl Default for PlacementCfg {
 /// The machine's isolation, from its kernel command line as Linux derives it: `isolcpus=`
 /// (its CPUs are `/sys/devices/system/cpu/isolated` when the `domain` flag is in force),
 /// `nohz_full=`, `irqaffinity=`.
-pub fn isolation_of(mc: &MachineCfg) -> Result<Isolation, String> {
+pub fn isolation_of(mc: &MachineCfg) -> Result<Isolation, CmdlineError> {
     let ncpu = mc.packages * mc.cores_per_package * mc.threads_per_core;
     let (mut iso, errors) = isolation_from_cmdline(&parse_cmdline(&mc.cmdline), Some(ncpu));
     if let Some(e) = errors.first() {
-        return Err(format!("machine.cmdline: {}", e.message));
+        return Err(CmdlineError(e.message.clone()));
     }
     let domain = iso
         .isolcpus
@@ -113,37 +123,22 @@ pub fn isolation_of(mc: &MachineCfg) -> Result<Isolation, String> {
 }
 
 /// Checks of the `[placement]` section and the machine fields placement depends on.
-pub(crate) fn validate(sc: &Scenario) -> Result<(), String> {
+pub(crate) fn validate(sc: &Scenario) -> Result<(), Inconsistency> {
     if sc.placement.rotate_interval_ms == 0 {
-        return Err("placement.rotate_interval_ms must be positive".into());
+        return Err(Inconsistency::NotPositive("placement.rotate_interval_ms"));
     }
     if sc.machine.vectors_per_cpu == 0 {
-        return Err("machine.vectors_per_cpu must be positive".into());
+        return Err(Inconsistency::NotPositive("machine.vectors_per_cpu"));
     }
-    sc.placement
-        .irqpilot
-        .validate()
-        .map_err(|e| e.to_string())?;
-    isolation_of(&sc.machine).map(|_| ())
-}
-
-/// `--set placement=<policy>`.
-pub(crate) fn apply_set(value: &mut toml::Value, raw: &str) -> Result<(), String> {
-    let known = ["none", "rotate", "static", "irqpilot", "irqbalance"];
-    if !known.contains(&raw) {
-        return Err(format!("expects one of {}, not {raw:?}", known.join(", ")));
-    }
-    crate::config::insert_path(
-        value,
-        &["placement", "policy"],
-        toml::Value::String(raw.into()),
-    )
+    sc.placement.irqpilot.validate()?;
+    isolation_of(&sc.machine)?;
+    Ok(())
 }
 
 /// Machine set-up placement depends on, once the devices exist: SMT siblings, the boot-time
 /// default affinity (`irqaffinity=`), and the initial layout checked against the vector
 /// capacity (kernel-managed vectors reserve a slot on every CPU of their mask, `managed.rs`).
-pub(crate) fn prepare(sim: &mut Sim) -> Result<(), String> {
+pub(crate) fn prepare(sim: &mut Sim) -> Result<(), BuildError> {
     sim.init_smt();
     let iso = isolation_of(&sim.sc.machine)?;
     let online = sim.topo.online.clone();
@@ -156,9 +151,11 @@ pub(crate) fn prepare(sim: &mut Sim) -> Result<(), String> {
     let cap = sim.sc.machine.vectors_per_cpu;
     for (cpu, n) in sim.vectors_per_cpu().iter().enumerate() {
         if *n > cap {
-            return Err(format!(
-                "the initial layout puts {n} vectors on CPU {cpu}, above machine.vectors_per_cpu = {cap}"
-            ));
+            return Err(BuildError::VectorCapacity {
+                cpu,
+                vectors: *n,
+                cap,
+            });
         }
     }
     Ok(())

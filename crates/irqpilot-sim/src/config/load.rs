@@ -38,10 +38,9 @@ impl Scenario {
                 message,
             });
         }
-        self.validate().map_err(|message| ConfigError::Invalid {
+        self.validate().map_err(|rule| ConfigError::Inconsistent {
             origin: origin.into(),
-            position: None,
-            message,
+            rule,
         })
     }
 }

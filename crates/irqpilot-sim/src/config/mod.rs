@@ -20,12 +20,11 @@ mod set;
 mod validate;
 
 pub use choices::{ItrRegister, NicModeration, NvmeModeration, PlatformKind, Steering};
-pub use error::ConfigError;
+pub use error::{CmdlineError, ConfigError, Inconsistency};
 pub use schema::{
     Costs, MachineCfg, MetricsCfg, NicCfg, NvmeCfg, PlatformCfg, Scenario, WorkloadCfg,
 };
 pub use set::MODERATION_VALUES;
-pub(crate) use set::insert_path;
 pub(crate) use validate::positive;
 
 #[cfg(test)]

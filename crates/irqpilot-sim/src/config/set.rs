@@ -4,6 +4,7 @@
 
 use super::error::ConfigError;
 use super::schema::Scenario;
+use crate::placement::PlacementPolicy;
 
 impl Scenario {
     /// Applies `--set key=value` edits and re-checks the scenario.
@@ -59,10 +60,10 @@ fn parse_scalar(raw: &str) -> toml::Value {
     }
 }
 
-fn bad(key: &str, message: impl Into<String>) -> ConfigError {
+fn bad(key: &str, message: impl std::fmt::Display) -> ConfigError {
     ConfigError::BadSet {
         key: key.to_string(),
-        message: message.into(),
+        message: message.to_string(),
     }
 }
 
@@ -94,7 +95,21 @@ fn apply_set(value: &mut toml::Value, key: &str, raw: &str) -> Result<(), Config
             }
             _ => Err(bad(key, format!("expects limited or healthy, not {raw:?}"))),
         },
-        "placement" => crate::placement::apply_set(value, raw).map_err(|m| bad(key, m)),
+        "placement" => {
+            let known: Vec<&str> = PlacementPolicy::ALL.iter().map(|p| p.name()).collect();
+            if !known.contains(&raw) {
+                return Err(bad(
+                    key,
+                    format!("expects one of {}, not {raw:?}", known.join(", ")),
+                ));
+            }
+            insert_path(
+                value,
+                &["placement", "policy"],
+                toml::Value::String(raw.into()),
+            )
+            .map_err(|m| bad(key, m))
+        }
         "moderation" if raw == "irqpilot" => {
             if value.get("moderator").is_none() {
                 insert_path(
@@ -211,14 +226,40 @@ fn apply_set(value: &mut toml::Value, key: &str, raw: &str) -> Result<(), Config
     }
 }
 
+/// Why a dotted `--set` path does not lead to a value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum PathError {
+    /// No key at all.
+    #[error("empty key")]
+    Empty,
+    /// A list entry named by something that is not a number.
+    #[error("{0:?} is not an index")]
+    NotIndex(String),
+    /// A list entry past the end of the list.
+    #[error("index {index} out of range (0..{len})")]
+    OutOfRange {
+        /// The index given.
+        index: usize,
+        /// The list's length.
+        len: usize,
+    },
+    /// A path going on below a plain value.
+    #[error("{0:?} is not a table")]
+    NotTable(String),
+}
+
 /// Sets `path` (table keys, or array indices for arrays of tables) to `v`.
-pub(crate) fn insert_path(
-    value: &mut toml::Value,
-    path: &[&str],
-    v: toml::Value,
-) -> Result<(), String> {
+fn insert_path(value: &mut toml::Value, path: &[&str], v: toml::Value) -> Result<(), PathError> {
     let Some((last, parents)) = path.split_last() else {
-        return Err("empty key".into());
+        return Err(PathError::Empty);
+    };
+    let index = |p: &str, len: usize| -> Result<usize, PathError> {
+        let i: usize = p.parse().map_err(|_| PathError::NotIndex(p.into()))?;
+        if i < len {
+            Ok(i)
+        } else {
+            Err(PathError::OutOfRange { index: i, len })
+        }
     };
     let mut cur = value;
     for p in parents {
@@ -227,12 +268,10 @@ pub(crate) fn insert_path(
                 .entry(p.to_string())
                 .or_insert_with(|| toml::Value::Table(toml::map::Map::new())),
             toml::Value::Array(a) => {
-                let i: usize = p.parse().map_err(|_| format!("{p:?} is not an index"))?;
-                let len = a.len();
-                a.get_mut(i)
-                    .ok_or_else(|| format!("index {i} out of range (0..{len})"))?
+                let i = index(p, a.len())?;
+                &mut a[i]
             }
-            _ => return Err(format!("{p:?} is not a table")),
+            _ => return Err(PathError::NotTable(p.to_string())),
         };
     }
     match cur {
@@ -241,14 +280,12 @@ pub(crate) fn insert_path(
             Ok(())
         }
         toml::Value::Array(a) => {
-            let i: usize = last
-                .parse()
-                .map_err(|_| format!("{last:?} is not an index"))?;
-            let len = a.len();
-            *a.get_mut(i)
-                .ok_or_else(|| format!("index {i} out of range (0..{len})"))? = v;
+            let i = index(last, a.len())?;
+            a[i] = v;
             Ok(())
         }
-        _ => Err("not a table".into()),
+        _ => Err(PathError::NotTable(
+            parents.last().map_or_else(String::new, |p| p.to_string()),
+        )),
     }
 }

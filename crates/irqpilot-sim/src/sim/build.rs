@@ -7,6 +7,7 @@ use super::{FIRST_IRQ, Sim};
 use crate::config::{NicCfg, NicModeration, NvmeModeration, Scenario, WorkloadCfg};
 use crate::cq::{Cq, HwMod};
 use crate::engine::EventQueue;
+use crate::error::BuildError;
 use crate::metrics::Metrics;
 use crate::model::*;
 use crate::platform::MsiPlatform;
@@ -37,7 +38,7 @@ struct Devices {
 
 impl Sim {
     /// Builds the machine of a scenario at time zero.
-    pub fn new(sc: Scenario) -> Result<Sim, String> {
+    pub fn new(sc: Scenario) -> Result<Sim, BuildError> {
         let boot = boot(&sc)?;
         let mut dev = Devices::default();
         add_nics(&sc, &boot, &mut dev)?;
@@ -50,7 +51,7 @@ impl Sim {
 
     /// What runs before the first event: application threads, placement's set-up (which may
     /// refuse the initial layout), the workloads' first arrivals, warm-up and sampling.
-    fn start(&mut self) -> Result<(), String> {
+    fn start(&mut self) -> Result<(), BuildError> {
         self.init_apps()?;
         crate::placement::prepare(self)?;
         self.start_workloads();
@@ -70,7 +71,7 @@ impl Sim {
 }
 
 /// The CPUs of the scenario's machine and its isolation from the kernel command line.
-fn boot(sc: &Scenario) -> Result<Boot, String> {
+fn boot(sc: &Scenario) -> Result<Boot, BuildError> {
     let mc = &sc.machine;
     let topo = Topology::synthetic(
         mc.numa_nodes,
@@ -94,10 +95,15 @@ fn boot(sc: &Scenario) -> Result<Boot, String> {
     })
 }
 
-/// The online CPUs of a device's `cpus` list (all online CPUs without one).
-fn cpus_of(list: &Option<String>, topo: &Topology) -> Result<Vec<u32>, String> {
+/// The online CPUs of a device's `cpus` list (all online CPUs without one); `owner` names
+/// the device in errors (`nic eth0`).
+fn cpus_of(owner: &str, list: &Option<String>, topo: &Topology) -> Result<Vec<u32>, BuildError> {
     let set = match list {
-        Some(l) => CpuSet::parse_list(l).map_err(|e| format!("cpus {l:?}: {e}"))?,
+        Some(l) => CpuSet::parse_list(l).map_err(|e| BuildError::BadCpuList {
+            key: format!("{owner}: cpus"),
+            list: l.clone(),
+            message: e.to_string(),
+        })?,
         None => topo.online.clone(),
     };
     let v: Vec<u32> = set
@@ -106,7 +112,10 @@ fn cpus_of(list: &Option<String>, topo: &Topology) -> Result<Vec<u32>, String> {
         .map(|c| c.0)
         .collect();
     if v.is_empty() {
-        return Err(format!("cpus {list:?} names no CPU of the machine"));
+        return Err(BuildError::NoCpuOfMachine {
+            key: format!("{owner}: cpus"),
+            list: list.clone().unwrap_or_default(),
+        });
     }
     Ok(v)
 }
@@ -115,7 +124,7 @@ fn cpus_of(list: &Option<String>, topo: &Topology) -> Result<Vec<u32>, String> {
 /// driver's own go where x86's vector matrix puts them: the CPU of the default affinity with
 /// the fewest vectors, the lowest on ties (`matrix_find_best_cpu`), so two NICs continue one
 /// after the other.
-fn add_nics(sc: &Scenario, boot: &Boot, dev: &mut Devices) -> Result<(), String> {
+fn add_nics(sc: &Scenario, boot: &Boot, dev: &mut Devices) -> Result<(), BuildError> {
     let Boot {
         topo,
         ncpu,
@@ -127,7 +136,7 @@ fn add_nics(sc: &Scenario, boot: &Boot, dev: &mut Devices) -> Result<(), String>
     let mut nic_alloc = vec![0u32; ncpu];
     for (ni, n) in sc.nic.iter().enumerate() {
         let cpus = match &n.cpus {
-            Some(_) => Some(cpus_of(&n.cpus, topo).map_err(|e| format!("nic {}: {e}", n.name))?),
+            Some(_) => Some(cpus_of(&format!("nic {}", n.name), &n.cpus, topo)?),
             None => None,
         };
         let first_q = nq.len() as u32;
@@ -203,7 +212,7 @@ fn add_nics(sc: &Scenario, boot: &Boot, dev: &mut Devices) -> Result<(), String>
 /// Every NVMe group's drives and their kernel-managed queue vectors (`managed.rs`): spread
 /// masks, effective CPUs allocated in IRQ order, housekeeping CPUs first under
 /// `isolcpus=managed_irq`.
-fn add_nvme(sc: &Scenario, boot: &Boot, dev: &mut Devices) -> Result<(), String> {
+fn add_nvme(sc: &Scenario, boot: &Boot, dev: &mut Devices) -> Result<(), BuildError> {
     let Boot {
         topo, ncpu, iso, ..
     } = boot;
@@ -215,15 +224,13 @@ fn add_nvme(sc: &Scenario, boot: &Boot, dev: &mut Devices) -> Result<(), String>
         .map(|isolated| topo.online.difference(isolated));
     let mut managed_alloc = vec![0u32; *ncpu];
     for g in &sc.nvme {
-        let cpus = cpus_of(&g.cpus, topo).map_err(|e| format!("nvme {}: {e}", g.name))?;
+        let cpus = cpus_of(&format!("nvme {}", g.name), &g.cpus, topo)?;
         if g.queues_per_drive as usize > cpus.len() {
-            return Err(format!(
-                "nvme {}: {} queues per drive on {} CPUs: NVMe makes at most one I/O queue \
-                 per CPU",
-                g.name,
-                g.queues_per_drive,
-                cpus.len()
-            ));
+            return Err(BuildError::NvmeQueuesAboveCpus {
+                group: g.name.clone(),
+                queues: g.queues_per_drive,
+                cpus: cpus.len(),
+            });
         }
         let cpu_set: CpuSet = cpus.iter().map(|&c| CpuId(c)).collect();
         let masks = crate::managed::spread(topo, &cpu_set, g.queues_per_drive);
