@@ -11,6 +11,8 @@
 //!   seed gives byte-identical reports.
 //! * [`report::Report`]: throughput, IOPS, transactions, latency percentiles, per-CPU and
 //!   per-vector rates, time series.
+//! * Errors: [`ConfigError`] (a scenario or `--set` refused, with line and column or the key),
+//!   [`BuildError`] (its machine cannot be built), [`SimError`] (a run, table or sweep failed).
 //!
 //! The machine model (CPUs with hardirq > softirq > application priority, NIC and NVMe queues
 //! with device-side moderation, NAPI, DIM and AIM in the simulated drivers, a platform MSI knee)
