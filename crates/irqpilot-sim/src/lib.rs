@@ -37,7 +37,6 @@ mod metrics;
 mod model;
 pub mod placement;
 mod platform;
-mod ranges;
 pub mod report;
 pub mod rng;
 mod runner;

@@ -50,3 +50,42 @@ pub enum NvmeModeration {
     /// Feature 08h with `coalesce_time_100us` and `coalesce_threshold`.
     Static,
 }
+
+/// Who places IRQs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlacementPolicy {
+    /// Nobody: the initial layout stays.
+    #[default]
+    None,
+    /// Random rotation every 20 ms (the 2.5 kernel).
+    Rotate,
+    /// A fixed binding computed once from the topology.
+    Static,
+    /// irqpilot's placement policy.
+    Irqpilot,
+    /// Debian's irqbalance, outside the twin, through the exported tree.
+    Irqbalance,
+}
+
+impl PlacementPolicy {
+    /// Every policy, in the order `--set placement=` lists them.
+    pub const ALL: [PlacementPolicy; 5] = [
+        PlacementPolicy::None,
+        PlacementPolicy::Rotate,
+        PlacementPolicy::Static,
+        PlacementPolicy::Irqpilot,
+        PlacementPolicy::Irqbalance,
+    ];
+
+    /// The name used in `--set placement=` and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlacementPolicy::None => "none",
+            PlacementPolicy::Rotate => "rotate",
+            PlacementPolicy::Static => "static",
+            PlacementPolicy::Irqpilot => "irqpilot",
+            PlacementPolicy::Irqbalance => "irqbalance",
+        }
+    }
+}

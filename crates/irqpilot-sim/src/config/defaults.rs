@@ -77,6 +77,10 @@ pub(super) fn d_block() -> u32 {
     4
 }
 
+pub(super) fn d_rotate_ms() -> u64 {
+    20
+}
+
 /// Resolution of the report's time series, ms.
 pub(super) const SERIES_MS: u64 = 10;
 

@@ -31,7 +31,7 @@ impl Scenario {
     /// Every check beyond the schema: ranges (errors name the key, and with the file's text
     /// its position), then the rules across fields.
     fn check(&self, origin: &str, text: Option<&str>) -> Result<(), ConfigError> {
-        if let Err((key, message)) = crate::ranges::check_ranges(self) {
+        if let Err((key, message)) = super::ranges::check_ranges(self) {
             return Err(ConfigError::Invalid {
                 origin: origin.into(),
                 position: text.and_then(|t| crate::locate::locate(t, &key)),

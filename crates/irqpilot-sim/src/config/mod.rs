@@ -8,21 +8,28 @@
 //!
 //! Layout (each file uses only those above it): `error` (why a scenario was refused),
 //! `choices` (the enums keys take), `defaults` (every default value), `schema` (the tables and
-//! keys), `validate` (rules across fields), `load` (text or value -> checked scenario, errors
-//! placed at line and column), `set` (the `--set` language).
+//! keys), `isolation` (the machine's isolation from its command line), `ranges` (the range of
+//! every number), `validate` (rules across fields), `load` (text or value -> checked scenario,
+//! errors placed at line and column), `set` (the `--set` language).
 
 mod choices;
 mod defaults;
 mod error;
+mod isolation;
 mod load;
+mod ranges;
 mod schema;
 mod set;
 mod validate;
 
-pub use choices::{ItrRegister, NicModeration, NvmeModeration, PlatformKind, Steering};
+pub use choices::{
+    ItrRegister, NicModeration, NvmeModeration, PlacementPolicy, PlatformKind, Steering,
+};
 pub use error::{CmdlineError, ConfigError, Inconsistency};
+pub use isolation::isolation_of;
 pub use schema::{
-    Costs, MachineCfg, MetricsCfg, NicCfg, NvmeCfg, PlatformCfg, Scenario, WorkloadCfg,
+    Costs, MachineCfg, MetricsCfg, NicCfg, NvmeCfg, PlacementCfg, PlatformCfg, Scenario,
+    WorkloadCfg,
 };
 pub use set::MODERATION_VALUES;
 pub(crate) use validate::positive;

@@ -1,7 +1,9 @@
 //! The scenario schema: every table and key, with units in the key names and each default's
 //! value and source in its doc (the values themselves are in `defaults.rs`).
 
-use super::choices::{ItrRegister, NicModeration, NvmeModeration, PlatformKind, Steering};
+use super::choices::{
+    ItrRegister, NicModeration, NvmeModeration, PlacementPolicy, PlatformKind, Steering,
+};
 use super::defaults;
 use serde::{Deserialize, Serialize};
 
@@ -53,7 +55,7 @@ pub struct Scenario {
     /// Who places IRQs during the run (`--set placement=rotate|static|irqpilot`); by default
     /// nobody: the layout the devices start with stays.
     #[serde(default)]
-    pub placement: crate::placement::PlacementCfg,
+    pub placement: PlacementCfg,
 }
 
 /// The simulated CPUs (`irqpilot_core::Topology::synthetic` numbering: first threads of all
@@ -546,5 +548,31 @@ impl WorkloadCfg {
             | WorkloadCfg::Fio { start_ms, .. } => *start_ms,
         };
         ms.saturating_mul(1_000_000)
+    }
+}
+
+/// The `[placement]` section of a scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlacementCfg {
+    /// Who places IRQs.
+    #[serde(default)]
+    pub policy: PlacementPolicy,
+    /// Period of `rotate` (HZ/50 = 20 ms in 2.5.52, Kamble).
+    #[serde(default = "defaults::d_rotate_ms")]
+    pub rotate_interval_ms: u64,
+    /// irqpilot's placement configuration (the `[placement]` section of `irqpilot.toml`) for
+    /// `irqpilot`. Scenarios compress its periods with the rest of time (docs/placement-twin.md).
+    #[serde(default)]
+    pub irqpilot: irqpilot_core::PlacementConfig,
+}
+
+impl Default for PlacementCfg {
+    fn default() -> Self {
+        PlacementCfg {
+            policy: PlacementPolicy::None,
+            rotate_interval_ms: defaults::d_rotate_ms(),
+            irqpilot: irqpilot_core::PlacementConfig::default(),
+        }
     }
 }

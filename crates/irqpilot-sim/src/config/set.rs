@@ -2,9 +2,9 @@
 //! `seed`, `placement`, `gsim_*`) and any dotted path (`costs.hardirq_us=0.5`, `nic.0.queues=16`,
 //! `workload.0.load=0.5`), applied to the scenario as a TOML value and then re-checked.
 
+use super::choices::PlacementPolicy;
 use super::error::ConfigError;
 use super::schema::Scenario;
-use crate::placement::PlacementPolicy;
 
 impl Scenario {
     /// Applies `--set key=value` edits and re-checks the scenario.

@@ -1,7 +1,8 @@
 //! Checks across fields that the schema cannot express (ranges of single keys are in
-//! `crate::ranges`).
+//! `ranges.rs`).
 
 use super::error::Inconsistency;
+use super::isolation::isolation_of;
 use super::schema::{Scenario, WorkloadCfg};
 
 /// `v > 0`, with NaN counting as not positive.
@@ -25,7 +26,7 @@ impl Scenario {
         if let Some(m) = &self.moderator {
             m.validate()?;
         }
-        crate::placement::validate(self)?;
+        placement(self)?;
         for n in &self.nic {
             if n.queues == 0 || !positive(n.link_gbps) || n.mtu_bytes < 64 || n.ring_size == 0 {
                 return Err(Inconsistency::NicSize(n.name.clone()));
@@ -110,4 +111,17 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// Checks of the `[placement]` section and the machine fields placement depends on.
+fn placement(sc: &Scenario) -> Result<(), Inconsistency> {
+    if sc.placement.rotate_interval_ms == 0 {
+        return Err(Inconsistency::NotPositive("placement.rotate_interval_ms"));
+    }
+    if sc.machine.vectors_per_cpu == 0 {
+        return Err(Inconsistency::NotPositive("machine.vectors_per_cpu"));
+    }
+    sc.placement.irqpilot.validate()?;
+    isolation_of(&sc.machine)?;
+    Ok(())
 }
