@@ -50,6 +50,7 @@ pub mod time;
 mod vectors;
 mod workload;
 
+pub use apps::AppProcess;
 pub use config::{ConfigError, Scenario};
 pub use error::{BuildError, SimError};
 pub use metrics::{MAX_SERIES_POINTS, SeriesPoint};
