@@ -18,6 +18,7 @@
 //!   RPS, 174 K -> 223 K tps, p99 2468 -> 1382 us at equal CPU).
 
 use crate::config::{Steering, WorkloadCfg};
+use crate::error::BuildError;
 use crate::model::{AppWork, Queued};
 use crate::sim::Sim;
 use irqpilot_core::{CpuId, CpuSet};
@@ -43,25 +44,49 @@ pub(crate) fn app_settings(w: &WorkloadCfg) -> Option<(&str, Option<&str>, Steer
 }
 
 /// The CPUs of an `app_cpus` list that the machine has.
-pub(crate) fn app_cpu_set(list: &str, online: &CpuSet) -> Result<CpuSet, String> {
-    let set = CpuSet::parse_list(list).map_err(|e| format!("app_cpus {list:?}: {e}"))?;
+pub(crate) fn app_cpu_set(key: &str, list: &str, online: &CpuSet) -> Result<CpuSet, BuildError> {
+    let set = CpuSet::parse_list(list).map_err(|e| BuildError::BadCpuList {
+        key: key.into(),
+        list: list.into(),
+        message: e.to_string(),
+    })?;
     let on = set.intersection(online);
     if on.is_empty() {
-        return Err(format!("app_cpus {list:?} names no CPU of the machine"));
+        return Err(BuildError::NoCpuOfMachine {
+            key: key.into(),
+            list: list.into(),
+        });
     }
     Ok(on)
 }
 
+/// An application's threads as the exported tree shows them: one process per workload with
+/// `app_cpus`, one thread per CPU (ids `pid`, `pid + 1`, ...), each pinned there (as
+/// `taskset -c` would leave it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppProcess {
+    /// The process id in the exported tree.
+    pub pid: u32,
+    /// Its `comm`: the workload's kind and index, `rpc-0`, `poisson-1` (15 bytes at most, as
+    /// the kernel's `TASK_COMM_LEN` allows).
+    pub comm: String,
+    /// The CPU of each thread.
+    pub cpus: Vec<u32>,
+}
+
+/// Where exported application processes start: above the PIDs a boot leaves to the kernel's
+/// threads, below `pid_max`'s default (32768).
+const FIRST_APP_PID: u32 = 4000;
+
 impl Sim {
     /// Resolves every workload's application CPUs and steering; marks the NIC queues whose
     /// packets RFS steers.
-    pub(crate) fn init_apps(&mut self) -> Result<(), String> {
+    pub(crate) fn init_apps(&mut self) -> Result<(), BuildError> {
         for wi in 0..self.sc.workload.len() {
             let Some((nic, Some(list), steering)) = app_settings(&self.sc.workload[wi]) else {
                 continue;
             };
-            let cpus =
-                app_cpu_set(list, &self.topo.online).map_err(|e| format!("workload.{wi}.{e}"))?;
+            let cpus = app_cpu_set(&format!("workload.{wi}.app_cpus"), list, &self.topo.online)?;
             self.wls[wi].app_cpus = cpus.iter().map(|c| c.0).collect();
             self.wls[wi].rfs = steering == Steering::Rfs;
             if steering == Steering::Rfs {
@@ -83,6 +108,25 @@ impl Sim {
                 .collect();
         }
         Ok(())
+    }
+
+    /// The workloads' application threads (those with `app_cpus`), in workload order.
+    pub fn app_processes(&self) -> Vec<AppProcess> {
+        let mut next = FIRST_APP_PID;
+        let mut out = Vec::new();
+        for (wi, w) in self.wls.iter().enumerate() {
+            if w.app_cpus.is_empty() {
+                continue;
+            }
+            out.push(AppProcess {
+                pid: next,
+                comm: format!("{}-{wi}", self.sc.workload[wi].kind_and_unit().0),
+                cpus: w.app_cpus.clone(),
+            });
+            // Thread ids follow the process id, as a fresh process's threads get them.
+            next += w.app_cpus.len() as u32;
+        }
+        out
     }
 
     /// A request that `cpu`'s softirq received goes to the thread that serves its client.
@@ -185,10 +229,18 @@ mod tests {
     fn app_cpus_name_cpus_of_the_machine() {
         let online = CpuSet::parse_list("0-7").unwrap_or_default();
         assert_eq!(
-            app_cpu_set("2-3,9", &online).map(|s| s.to_string()),
+            app_cpu_set("app_cpus", "2-3,9", &online).map(|s| s.to_string()),
             Ok("2-3".to_string())
         );
-        assert!(app_cpu_set("8-9", &online).unwrap_err().contains("no CPU"));
-        assert!(app_cpu_set("x", &online).unwrap_err().contains("app_cpus"));
+        let e = app_cpu_set("workload.0.app_cpus", "8-9", &online).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "workload.0.app_cpus \"8-9\" names no CPU of the machine"
+        );
+        let e = app_cpu_set("workload.0.app_cpus", "x", &online).unwrap_err();
+        assert!(
+            e.to_string().starts_with("workload.0.app_cpus \"x\": "),
+            "{e}"
+        );
     }
 }
