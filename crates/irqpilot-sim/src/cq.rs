@@ -7,7 +7,6 @@
 //! landed (frame thresholds) and when the last one did (CQE-mode timers).
 
 use crate::time::SimTime;
-use std::collections::VecDeque;
 
 /// What an entry is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +53,11 @@ impl Batch {
 /// A ring of entries in sequence order.
 #[derive(Clone, Debug)]
 pub(crate) struct Cq {
-    batches: VecDeque<Batch>,
+    /// Batches from `front` on are pending; those before it are consumed. One contiguous
+    /// slice (no wrap-around as in a `VecDeque`): every question about the ring walks its first
+    /// few batches, and a ring usually empties at each poll, which resets it.
+    batches: Vec<Batch>,
+    front: usize,
     /// Next entry to consume.
     pub head: u64,
     /// Next sequence number to assign.
@@ -67,11 +70,30 @@ pub(crate) struct Cq {
 impl Cq {
     pub(crate) fn new(capacity: u32) -> Cq {
         Cq {
-            batches: VecDeque::new(),
+            batches: Vec::new(),
+            front: 0,
             head: 0,
             tail: 0,
             capacity: capacity.max(1) as u64,
             dropped: 0,
+        }
+    }
+
+    /// The pending batches, oldest first.
+    fn pending(&self) -> &[Batch] {
+        &self.batches[self.front..]
+    }
+
+    /// Drops the oldest pending batch.
+    fn pop_front(&mut self) {
+        self.front += 1;
+        if self.front == self.batches.len() {
+            self.batches.clear();
+            self.front = 0;
+        } else if self.front >= 64 && 2 * self.front >= self.batches.len() {
+            // Amortized: at least as many pushes as the batches moved happen between drains.
+            self.batches.drain(..self.front);
+            self.front = 0;
         }
     }
 
@@ -97,7 +119,7 @@ impl Cq {
         self.dropped += (count - n) as u64;
         if n > 0 {
             let _ = kind; // kinds are told apart by ring (RX, TX, CQ); kept in the signature for clarity
-            self.batches.push_back(Batch {
+            self.batches.push(Batch {
                 first_seq: self.tail,
                 count: n,
                 t0,
@@ -118,13 +140,14 @@ impl Cq {
         }
         // Most queries are about the oldest pending entries (the head, a frame threshold a few
         // batches on): a short walk from the front beats a binary search over the ring.
-        for b in self.batches.iter().take(4) {
+        let pending = self.pending();
+        for b in pending.iter().take(4) {
             if seq <= b.last_seq() {
                 return Some(b.land(seq));
             }
         }
-        let i = self.batches.partition_point(|b| b.last_seq() < seq);
-        self.batches.get(i).map(|b| b.land(seq))
+        let i = pending.partition_point(|b| b.last_seq() < seq);
+        pending.get(i).map(|b| b.land(seq))
     }
 
     /// Entries from the head that have landed by `now`. Landing times never decrease along the
@@ -136,7 +159,7 @@ impl Cq {
     /// `landed(now).min(limit)`, without looking further than `limit` entries.
     pub(crate) fn landed_up_to(&self, now: SimTime, limit: u64) -> u64 {
         let mut n = 0;
-        for b in &self.batches {
+        for b in self.pending() {
             if n >= limit {
                 return limit;
             }
@@ -161,7 +184,7 @@ impl Cq {
     /// How many of the first `n` entries from the head carry a tag that `pick` accepts.
     pub(crate) fn count_tagged(&self, n: u64, pick: impl Fn(u32) -> bool) -> u64 {
         let (mut seen, mut hits) = (0u64, 0u64);
-        for b in &self.batches {
+        for b in self.pending() {
             if seen >= n {
                 break;
             }
@@ -178,17 +201,17 @@ impl Cq {
     /// Consumes `n` entries from the head, calling `f(batch, entries_taken)` per batch portion.
     pub(crate) fn consume(&mut self, mut n: u64, mut f: impl FnMut(&Batch, u32)) {
         while n > 0 {
-            let Some(b) = self.batches.front_mut() else {
+            let Some(&b) = self.batches.get(self.front) else {
                 break;
             };
             let first = b.first_seq.max(self.head);
             let avail = b.last_seq() - first + 1;
             let take = avail.min(n);
-            f(b, take as u32);
+            f(&b, take as u32);
             self.head = first + take;
             n -= take;
             if take == avail {
-                self.batches.pop_front();
+                self.pop_front();
             }
         }
     }
@@ -257,7 +280,7 @@ impl Cq {
     /// than `bound` is as good as `bound` to the caller.
     fn idle_timer(&self, from: u64, arm: SimTime, u: u64, bound: SimTime) -> SimTime {
         let mut prev: Option<SimTime> = None;
-        for b in &self.batches {
+        for b in self.pending() {
             if b.last_seq() < from {
                 continue;
             }
