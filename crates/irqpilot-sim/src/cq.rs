@@ -134,20 +134,13 @@ impl Cq {
     }
 
     /// Landing time of entry `seq`, if scheduled.
+    #[cfg(test)]
     pub(crate) fn land_time(&self, seq: u64) -> Option<SimTime> {
         if seq < self.head || seq >= self.tail {
             return None;
         }
-        // Most queries are about the oldest pending entries (the head, a frame threshold a few
-        // batches on): a short walk from the front beats a binary search over the ring.
         let pending = self.pending();
-        for b in pending.iter().take(4) {
-            if seq <= b.last_seq() {
-                return Some(b.land(seq));
-            }
-        }
-        let i = pending.partition_point(|b| b.last_seq() < seq);
-        pending.get(i).map(|b| b.land(seq))
+        pending.get(locate(pending, seq)).map(|b| b.land(seq))
     }
 
     /// Entries from the head that have landed by `now`. Landing times never decrease along the
@@ -227,12 +220,19 @@ impl Cq {
         last_irq: SimTime,
     ) -> Option<SimTime> {
         let from = from.max(self.head);
-        let first = self.land_time(from)?.max(arm);
+        if from >= self.tail {
+            return None;
+        }
+        // The batches from the one holding `from`: every question below starts there.
+        let pending = self.pending();
+        let rest = pending.get(locate(pending, from)..)?;
+        let first = rest.first()?.land(from).max(arm);
         let nth = |k: u64| -> Option<SimTime> {
-            (k > 0)
-                .then(|| self.land_time(from + k - 1))
-                .flatten()
-                .map(|t| t.max(arm))
+            let seq = from + k.checked_sub(1)?;
+            if seq >= self.tail {
+                return None;
+            }
+            rest.get(locate(rest, seq)).map(|b| b.land(seq).max(arm))
         };
         let min_opt = |a: SimTime, b: Option<SimTime>| b.map_or(a, |b| a.min(b));
         Some(match *m {
@@ -262,7 +262,7 @@ impl Cq {
                     // The timer can only win if it fires before the frame threshold: the
                     // scan for an idle gap stops there.
                     let bound = by_frames.unwrap_or(SimTime(u64::MAX));
-                    self.idle_timer(from, arm, usecs_ns, bound).min(bound)
+                    idle_timer(rest, from, arm, usecs_ns, bound).min(bound)
                 }
             }
             HwMod::NvmeAgg { time_ns, threshold } => {
@@ -274,36 +274,45 @@ impl Cq {
             }
         })
     }
+}
 
-    /// CQE mode: every entry restarts the timer; it fires `u` after an entry not followed by
-    /// another within `u`. Entries landing after `bound` are not looked at: any answer later
-    /// than `bound` is as good as `bound` to the caller.
-    fn idle_timer(&self, from: u64, arm: SimTime, u: u64, bound: SimTime) -> SimTime {
-        let mut prev: Option<SimTime> = None;
-        for b in self.pending() {
-            if b.last_seq() < from {
-                continue;
-            }
-            let s = b.first_seq.max(from);
-            let start = b.land(s).max(arm);
-            if start > bound {
-                // This entry and every later one land after the bound: the timer fires `u`
-                // after the last entry before them, or after the bound (the caller takes the
-                // earlier of the answer and the bound).
-                return prev.map_or(bound, |p| p.after(u));
-            }
-            if let Some(p) = prev {
-                if start.since(p) > u {
-                    return p.after(u);
-                }
-            }
-            if b.spacing_ns as u64 > u && s < b.last_seq() {
-                return start.after(u);
-            }
-            prev = Some(b.last_land().max(arm));
+/// Index of the batch holding `seq` (batches hold consecutive entries in order).
+fn locate(batches: &[Batch], seq: u64) -> usize {
+    // Most queries are about the oldest pending entries (the head, a frame threshold a few
+    // batches on): a short walk from the front beats a binary search over the ring.
+    for (i, b) in batches.iter().take(4).enumerate() {
+        if seq <= b.last_seq() {
+            return i;
         }
-        prev.unwrap_or(arm).after(u)
     }
+    batches.partition_point(|b| b.last_seq() < seq)
+}
+
+/// CQE mode: every entry restarts the timer; it fires `u` after an entry not followed by
+/// another within `u`. `batches` start with the one holding `from`. Entries landing after
+/// `bound` are not looked at: any answer later than `bound` is as good as `bound` to the caller.
+fn idle_timer(batches: &[Batch], from: u64, arm: SimTime, u: u64, bound: SimTime) -> SimTime {
+    let mut prev: Option<SimTime> = None;
+    for b in batches {
+        let s = b.first_seq.max(from);
+        let start = b.land(s).max(arm);
+        if start > bound {
+            // This entry and every later one land after the bound: the timer fires `u`
+            // after the last entry before them, or after the bound (the caller takes the
+            // earlier of the answer and the bound).
+            return prev.map_or(bound, |p| p.after(u));
+        }
+        if let Some(p) = prev {
+            if start.since(p) > u {
+                return p.after(u);
+            }
+        }
+        if b.spacing_ns as u64 > u && s < b.last_seq() {
+            return start.after(u);
+        }
+        prev = Some(b.last_land().max(arm));
+    }
+    prev.unwrap_or(arm).after(u)
 }
 
 /// Device-side moderation programmed on a vector.
