@@ -6,30 +6,32 @@ use crate::Root;
 use crate::format::status::cpus_allowed;
 use irqpilot_core::{CpuSet, PlatformError};
 
-/// The CPUs the threads of every process named `comm` may run on; `None` when no such
-/// process runs.
-pub fn process_cpus(root: &Root, comm: &str) -> Result<Option<CpuSet>, PlatformError> {
+/// The ids of the processes named `comm` (`/proc/PID/comm`), lowest first; processes that exit
+/// while being read are skipped.
+pub fn pids_named(root: &Root, comm: &str) -> Result<Vec<u32>, PlatformError> {
     let proc_dir = root.join("proc");
     let entries = std::fs::read_dir(&proc_dir).map_err(|source| PlatformError::Io {
         path: proc_dir.clone(),
         source,
     })?;
+    let mut pids: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter(|pid| {
+            root.read(&format!("proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim_end_matches('\n') == comm)
+        })
+        .collect();
+    pids.sort_unstable();
+    Ok(pids)
+}
+
+/// The CPUs the threads of every process named `comm` may run on; `None` when no such
+/// process runs.
+pub fn process_cpus(root: &Root, comm: &str) -> Result<Option<CpuSet>, PlatformError> {
     let mut found: Option<CpuSet> = None;
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            continue;
-        };
-        let Ok(c) = root.read(&format!("proc/{pid}/comm")) else {
-            continue; // gone
-        };
-        if c.trim_end_matches('\n') != comm {
-            continue;
-        }
-        let cpus = threads_cpus(root, pid)?;
+    for pid in pids_named(root, comm)? {
+        let cpus = threads_cpus(root, &pid.to_string())?;
         found = Some(match found {
             Some(f) => f.union(&cpus),
             None => cpus,

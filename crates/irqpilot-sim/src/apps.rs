@@ -52,6 +52,24 @@ pub(crate) fn app_cpu_set(list: &str, online: &CpuSet) -> Result<CpuSet, String>
     Ok(on)
 }
 
+/// An application's threads as the exported tree shows them: one process per workload with
+/// `app_cpus`, one thread per CPU (ids `pid`, `pid + 1`, ...), each pinned there (as
+/// `taskset -c` would leave it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppProcess {
+    /// The process id in the exported tree.
+    pub pid: u32,
+    /// Its `comm`: the workload's kind and index, `rpc-0`, `poisson-1` (15 bytes at most, as
+    /// the kernel's `TASK_COMM_LEN` allows).
+    pub comm: String,
+    /// The CPU of each thread.
+    pub cpus: Vec<u32>,
+}
+
+/// Where exported application processes start: above the PIDs a boot leaves to the kernel's
+/// threads, below `pid_max`'s default (32768).
+const FIRST_APP_PID: u32 = 4000;
+
 impl Sim {
     /// Resolves every workload's application CPUs and steering; marks the NIC queues whose
     /// packets RFS steers.
@@ -83,6 +101,25 @@ impl Sim {
                 .collect();
         }
         Ok(())
+    }
+
+    /// The workloads' application threads (those with `app_cpus`), in workload order.
+    pub fn app_processes(&self) -> Vec<AppProcess> {
+        let mut next = FIRST_APP_PID;
+        let mut out = Vec::new();
+        for (wi, w) in self.wls.iter().enumerate() {
+            if w.app_cpus.is_empty() {
+                continue;
+            }
+            out.push(AppProcess {
+                pid: next,
+                comm: format!("{}-{wi}", self.sc.workload[wi].kind_and_unit().0),
+                cpus: w.app_cpus.clone(),
+            });
+            // Thread ids follow the process id, as a fresh process's threads get them.
+            next += w.app_cpus.len() as u32;
+        }
+        out
     }
 
     /// A request that `cpu`'s softirq received goes to the thread that serves its client.

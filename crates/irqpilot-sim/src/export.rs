@@ -221,6 +221,7 @@ impl TreeExport {
         write_tree_with(root, &machine, &snap, &TreeOptions { description })?;
         let nr_cpu_ids = machine.topology.nr_cpu_ids();
         extras::write(root, &machine, nr_cpu_ids)?;
+        extras::write_processes(root, &platform.sim().app_processes(), nr_cpu_ids)?;
         let mut export = TreeExport {
             root: root.to_path_buf(),
             opts,

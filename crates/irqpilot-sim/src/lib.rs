@@ -48,6 +48,7 @@ pub mod time;
 mod vectors;
 mod workload;
 
+pub use apps::AppProcess;
 pub use config::{ConfigError, Scenario};
 pub use metrics::{MAX_SERIES_POINTS, SeriesPoint};
 pub use report::Report;

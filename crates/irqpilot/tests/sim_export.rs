@@ -176,3 +176,71 @@ fn the_export_goes_only_where_nothing_would_be_written_over() {
         twin.to_str().unwrap(),
     ]);
 }
+
+/// The twin's pinned application threads are under its `/proc` as a process's are on Linux
+/// (`comm`, each thread's `Cpus_allowed_list`), so `[[placement.applications]] process =
+/// "rpc-0"` finds them: with the entry some of the NIC's IRQs are planned onto the
+/// application's node (0, CPUs 0-3), without it none leaves the NIC's node (1, CPUs 4-7).
+#[test]
+fn placement_finds_the_twins_application_by_process_name() {
+    use std::process::{Command, Stdio};
+    let dir = scratch_dir();
+    let root = dir.path().join("twin");
+    let root_s = root.to_str().unwrap();
+    // Live at wall-clock pace, so `plan` samples rates.
+    /// Ends the twin it started (by its id) however the test ends.
+    struct Twin(std::process::Child);
+    impl Drop for Twin {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _twin = Twin(
+        Command::new(env!("CARGO_BIN_EXE_irqpilot"))
+            .args([
+                "sim",
+                "app-pinned-2node",
+                "--export-root",
+                root_s,
+                "--realtime",
+                "1",
+            ])
+            .args(["--set", "placement=none", "--set", "duration_ms=30000"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let ready = root.join(irqpilot_sim::export::READY_FILE);
+    assert!(
+        common::wait_for(|| ready.exists()),
+        "the twin never became ready"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("proc/4000/comm")).unwrap(),
+        "rpc-0\n"
+    );
+    let cfg = dir.path().join("apps.toml");
+    std::fs::write(
+        &cfg,
+        "[[placement.applications]]\ndevice = \"eth0\"\nprocess = \"rpc-0\"\n",
+    )
+    .unwrap();
+    let targets = |config: &str| -> Vec<u64> {
+        let out = ok(&[
+            "--root", root_s, "--config", config, "--format", "json", "plan", "--sample", "300ms",
+        ]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["moves"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["to"].as_str().unwrap().parse().unwrap())
+            .collect()
+    };
+    let near_app = targets(cfg.to_str().unwrap());
+    let near_device = targets("/dev/null");
+    assert!(near_app.iter().any(|c| *c < 4), "{near_app:?}");
+    assert!(near_device.iter().all(|c| *c >= 4), "{near_device:?}");
+}

@@ -12,11 +12,16 @@
 //! * `sys/bus/pci/devices/*/{vendor,device,subsystem_vendor,subsystem_device}`: without them
 //!   irqbalance cannot classify a device, and an unclassified IRQ is never moved.
 //!
+//! and, for irqpilot's `[[placement.applications]] process = "..."` (read as on Linux, by
+//! `irqpilot_linux::apps`), the workloads' pinned application threads:
+//! `proc/PID/{comm,status}` and `proc/PID/task/TID/status` with `Cpus_allowed_list`.
+//!
 //! PCI ids are those of a real part with the simulated driver: mlx5_core a ConnectX-5
 //! (15b3:1017), e1000e an 82574L (8086:10d3), nvme a Samsung PM9A3 (144d:a80a).
 
 use super::{ExportError, io_err};
-use irqpilot_core::{CpuSet, Machine};
+use crate::apps::AppProcess;
+use irqpilot_core::{CpuId, CpuSet, Machine};
 use irqpilot_linux::format::{pci, value};
 use std::path::Path;
 
@@ -110,6 +115,42 @@ pub(super) fn write(root: &Path, machine: &Machine, nr_cpu_ids: u32) -> Result<(
             ("subsystem_device", sd),
         ] {
             file(root, &format!("{dir}/{f}"), &pci::render_id16(id))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes a `proc/PID` directory per application process: `comm`, and a `status` for the
+/// process and each of its threads whose `Cpus_allowed` is the thread's one CPU.
+pub(super) fn write_processes(
+    root: &Path,
+    apps: &[AppProcess],
+    nr_cpu_ids: u32,
+) -> Result<(), ExportError> {
+    for app in apps {
+        let pid = app.pid;
+        file(
+            root,
+            &format!("proc/{pid}/comm"),
+            &format!("{}\n", app.comm),
+        )?;
+        let status = |tid: u32, cpus: &CpuSet| {
+            format!(
+                "Name:\t{}\nState:\tS (sleeping)\nTgid:\t{pid}\nPid:\t{tid}\nCpus_allowed:\t{}\nCpus_allowed_list:\t{}\n",
+                app.comm,
+                value::render_mask(cpus, nr_cpu_ids).trim_end(),
+                value::render_cpulist(cpus).trim_end(),
+            )
+        };
+        for (k, cpu) in app.cpus.iter().enumerate() {
+            let tid = pid + k as u32;
+            let one: CpuSet = std::iter::once(CpuId(*cpu)).collect();
+            let text = status(tid, &one);
+            // The process's own status is its main thread's (the first).
+            if k == 0 {
+                file(root, &format!("proc/{pid}/status"), &text)?;
+            }
+            file(root, &format!("proc/{pid}/task/{tid}/status"), &text)?;
         }
     }
     Ok(())

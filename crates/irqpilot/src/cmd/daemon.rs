@@ -36,6 +36,7 @@
 //! line per period only with `-v`; `--format json` prints each period as a JSON line on stdout
 //! (`{period, at_ns, moves, written, refused, next_interval_ms}`).
 
+mod apps;
 pub mod backoff;
 pub mod restore;
 
@@ -66,15 +67,8 @@ mod wait;
 
 /// The pid of a running irqbalance under `root`, if any (`proc/<pid>/comm`).
 pub fn irqbalance_pid(root: &Path) -> Option<u32> {
-    let dir = std::fs::read_dir(root.join("proc")).ok()?;
-    let mut pids: Vec<u32> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    pids.sort_unstable();
-    pids.into_iter().find(|pid| {
-        std::fs::read_to_string(root.join(format!("proc/{pid}/comm")))
-            .is_ok_and(|c| c.trim_end() == "irqbalance")
-    })
+    let pids = irqpilot_linux::apps::pids_named(&irqpilot_linux::Root::new(root), "irqbalance");
+    pids.ok()?.first().copied()
 }
 
 #[derive(Serialize)]
@@ -129,7 +123,10 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
     let _owner = take_root(settings, irqpilot_linux::owner::DAEMON, journal)?;
     let events = Events::install()?;
     let mut systemd = Systemd::from_env();
-    let mut policy = PlacementPolicy::new(super::placement_common::placement_config(settings))?;
+    let root = irqpilot_linux::Root::new(&settings.root);
+    let (mut apps, placement) =
+        apps::AppWatch::new(settings.config.placement.clone(), &root, Instant::now());
+    let mut policy = PlacementPolicy::new(placement)?;
     let mut moderation = settings.config.moderation.clone();
     let (mut global, mut kernel) = super::moderate::policies(settings);
     let restore = args.restore_on_exit || settings.config.daemon.restore_on_exit;
@@ -167,6 +164,8 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
                 systemd.reloading();
                 match reload(
                     config_path,
+                    &root,
+                    &mut apps,
                     &mut policy,
                     &mut moderation,
                     &mut global,
@@ -197,6 +196,11 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
             }
         }
         period += 1;
+        if let Some(cfg) = apps.poll(&root, policy.config(), Instant::now())
+            && let Err(e) = policy.set_config(cfg)
+        {
+            tracing::error!(error = %e, "application CPUs not taken; keeping the placement configuration");
+        }
         let step = match controller.step(platform, &mut [&mut policy, &mut global, &mut kernel]) {
             Ok(step) => step,
             Err(e) => {
@@ -349,13 +353,18 @@ fn start_metrics(
 /// moderators); returns the new `[findings]` thresholds for the metrics.
 fn reload(
     config_path: Option<&Path>,
+    root: &irqpilot_linux::Root,
+    apps: &mut apps::AppWatch,
     policy: &mut PlacementPolicy,
     moderation: &mut GlobalModerationConfig,
     global: &mut GlobalModerator,
     kernel: &mut KernelSoftModeration,
 ) -> Result<irqpilot_core::FindingsConfig> {
     let c = Config::load(config_path)?;
-    policy.set_config(c.placement)?;
+    // Processes named in the new configuration are looked up now, as at start.
+    let (watch, placement) = apps::AppWatch::new(c.placement, root, Instant::now());
+    policy.set_config(placement)?;
+    *apps = watch;
     if c.moderation != *moderation {
         *moderation = c.moderation;
         *global = GlobalModerator::new(moderation.clone());

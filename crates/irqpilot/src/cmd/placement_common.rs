@@ -37,29 +37,69 @@ pub fn sample<P: Platform>(platform: &mut P, sample: Duration) -> Result<(Machin
 /// process resolved to its threads' CPUs under the root; an entry whose process does not run
 /// (or cannot be read) is left out with a warning, so its device's IRQs stay near the device.
 pub fn placement_config(settings: &Settings) -> irqpilot_core::PlacementConfig {
-    let mut cfg = settings.config.placement.clone();
-    let root = Root::new(&settings.root);
+    let (cfg, unresolved) = resolve_applications(
+        &Root::new(&settings.root),
+        settings.config.placement.clone(),
+    );
+    for u in &unresolved {
+        u.warn();
+    }
+    cfg
+}
+
+/// An application the configuration names by process whose CPUs could not be found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unresolved {
+    /// The process name.
+    pub process: String,
+    /// The device whose IRQs it would have drawn.
+    pub device: String,
+    /// Why: not running, or the error reading /proc.
+    pub why: Option<String>,
+}
+
+impl Unresolved {
+    /// Logs it at warn.
+    pub fn warn(&self) {
+        match &self.why {
+            None => {
+                tracing::warn!(process = %self.process, device = %self.device, "application not running; its IRQs are placed near the device")
+            }
+            Some(e) => {
+                tracing::warn!(process = %self.process, device = %self.device, error = %e, "application CPUs unreadable; its IRQs are placed near the device")
+            }
+        }
+    }
+}
+
+/// `cfg` with each application that names a process given its threads' CPUs under `root`,
+/// and the entries left out because their process does not run or cannot be read.
+pub fn resolve_applications(
+    root: &Root,
+    mut cfg: irqpilot_core::PlacementConfig,
+) -> (irqpilot_core::PlacementConfig, Vec<Unresolved>) {
+    let mut unresolved = Vec::new();
     cfg.applications.retain_mut(|a| {
         let Some(name) = a.process.clone() else {
             return true;
         };
-        match irqpilot_linux::apps::process_cpus(&root, &name) {
+        let why = match irqpilot_linux::apps::process_cpus(root, &name) {
             Ok(Some(cpus)) if !cpus.is_empty() => {
                 a.cpus = cpus;
                 a.process = None;
-                true
+                return true;
             }
-            Ok(_) => {
-                tracing::warn!(process = %name, device = %a.device, "application not running; its IRQs are placed near the device");
-                false
-            }
-            Err(e) => {
-                tracing::warn!(process = %name, error = %e, "application CPUs unreadable; its IRQs are placed near the device");
-                false
-            }
-        }
+            Ok(_) => None,
+            Err(e) => Some(e.to_string()),
+        };
+        unresolved.push(Unresolved {
+            process: name,
+            device: a.device.clone(),
+            why,
+        });
+        false
     });
-    cfg
+    (cfg, unresolved)
 }
 
 /// The journal file: `--journal`, else `<root>/var/lib/irqpilot/journal.json` (so `--root`
