@@ -581,7 +581,7 @@ impl<P: Platform> Platform for JournaledPlatform<P> {
                     Ok(_) => late.push(entry),
                     Err(why) => tracing::error!(
                         knob = %entry.knob,
-                        why,
+                        why = %why,
                         "written, but its old value cannot be restored"
                     ),
                 }
@@ -628,18 +628,44 @@ fn refuse_all(plan: &Plan, why: &str) -> ApplyReport {
     }
 }
 
+/// Why a recorded value cannot be put back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unrestorable {
+    /// A mask or list naming no CPU.
+    #[error("value {0:?} names no CPU")]
+    NoCpu(String),
+    /// A value that does not parse as the knob's kind.
+    #[error("value {value:?}: {message}")]
+    BadValue {
+        /// The recorded text.
+        value: String,
+        /// Why it does not parse.
+        message: String,
+    },
+    /// A channel record that is not one.
+    #[error("value {0:?} is not a channel count")]
+    NotChannelCount(String),
+    /// A knob irqpilot has no writer for.
+    #[error("no way to restore {0}")]
+    NoWay(String),
+}
+
 /// The action that puts a recorded value back, or why there is none.
-pub fn restore_action(entry: &Entry) -> Result<Action, String> {
+pub fn restore_action(entry: &Entry) -> Result<Action, Unrestorable> {
+    let bad = |message: &str| Unrestorable::BadValue {
+        value: entry.old.clone(),
+        message: message.to_string(),
+    };
     match &entry.knob {
         Knob::Affinity { irq } => match procirq::parse_affinity_list(&entry.old) {
             Ok(cpus) if !cpus.is_empty() => Ok(Action::SetAffinity { irq: *irq, cpus }),
-            Ok(_) => Err(format!("value {:?} names no CPU", entry.old)),
-            Err(e) => Err(format!("value {:?}: {}", entry.old, e.message)),
+            Ok(_) => Err(Unrestorable::NoCpu(entry.old.clone())),
+            Err(e) => Err(bad(&e.message)),
         },
         Knob::DefaultAffinity => match procirq::parse_affinity_mask(&entry.old) {
             Ok(cpus) if !cpus.is_empty() => Ok(Action::SetDefaultAffinity { cpus }),
-            Ok(_) => Err(format!("value {:?} names no CPU", entry.old)),
-            Err(e) => Err(format!("value {:?}: {}", entry.old, e.message)),
+            Ok(_) => Err(Unrestorable::NoCpu(entry.old.clone())),
+            Err(e) => Err(bad(&e.message)),
         },
         Knob::Channels { device } => match EthtoolChannels::parse_counts(&entry.old) {
             Some((combined, rx, tx, _)) => Ok(Action::SetChannels {
@@ -648,17 +674,17 @@ pub fn restore_action(entry: &Entry) -> Result<Action, String> {
                 rx: Some(rx),
                 tx: Some(tx),
             }),
-            None => Err(format!("value {:?} is not a channel count", entry.old)),
+            None => Err(Unrestorable::NotChannelCount(entry.old.clone())),
         },
-        Knob::Other { what } => Err(format!("no way to restore {what}")),
+        Knob::Other { what } => Err(Unrestorable::NoWay(what.clone())),
         moderation => {
             let template = moderation
                 .moderation_action()
-                .ok_or_else(|| format!("no way to restore {moderation}"))?;
+                .ok_or_else(|| Unrestorable::NoWay(moderation.to_string()))?;
             match crate::moderation::restore::restore_for(&template, &entry.old) {
                 Ok(Some(a)) => Ok(a),
-                Ok(None) => Err(format!("no way to restore {moderation}")),
-                Err(e) => Err(format!("value {:?}: {}", entry.old, e.message)),
+                Ok(None) => Err(Unrestorable::NoWay(moderation.to_string())),
+                Err(e) => Err(bad(&e.message)),
             }
         }
     }
@@ -670,7 +696,7 @@ pub struct RevertReport {
     /// What applying the restoring actions did (newest entry first).
     pub applied: ApplyReport,
     /// Entries that could not even be turned into an action, with why.
-    pub unrestorable: Vec<(Entry, String)>,
+    pub unrestorable: Vec<(Entry, Unrestorable)>,
     /// Entries kept for a later revert (refused restores, unrestorable ones).
     pub kept: usize,
     /// Where the emptied journal went.

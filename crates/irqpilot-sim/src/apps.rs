@@ -18,6 +18,7 @@
 //!   RPS, 174 K -> 223 K tps, p99 2468 -> 1382 us at equal CPU).
 
 use crate::config::{Steering, WorkloadCfg};
+use crate::error::BuildError;
 use crate::model::{AppWork, Queued};
 use crate::sim::Sim;
 use irqpilot_core::{CpuId, CpuSet};
@@ -43,11 +44,18 @@ pub(crate) fn app_settings(w: &WorkloadCfg) -> Option<(&str, Option<&str>, Steer
 }
 
 /// The CPUs of an `app_cpus` list that the machine has.
-pub(crate) fn app_cpu_set(list: &str, online: &CpuSet) -> Result<CpuSet, String> {
-    let set = CpuSet::parse_list(list).map_err(|e| format!("app_cpus {list:?}: {e}"))?;
+pub(crate) fn app_cpu_set(key: &str, list: &str, online: &CpuSet) -> Result<CpuSet, BuildError> {
+    let set = CpuSet::parse_list(list).map_err(|e| BuildError::BadCpuList {
+        key: key.into(),
+        list: list.into(),
+        message: e.to_string(),
+    })?;
     let on = set.intersection(online);
     if on.is_empty() {
-        return Err(format!("app_cpus {list:?} names no CPU of the machine"));
+        return Err(BuildError::NoCpuOfMachine {
+            key: key.into(),
+            list: list.into(),
+        });
     }
     Ok(on)
 }
@@ -73,13 +81,12 @@ const FIRST_APP_PID: u32 = 4000;
 impl Sim {
     /// Resolves every workload's application CPUs and steering; marks the NIC queues whose
     /// packets RFS steers.
-    pub(crate) fn init_apps(&mut self) -> Result<(), String> {
+    pub(crate) fn init_apps(&mut self) -> Result<(), BuildError> {
         for wi in 0..self.sc.workload.len() {
             let Some((nic, Some(list), steering)) = app_settings(&self.sc.workload[wi]) else {
                 continue;
             };
-            let cpus =
-                app_cpu_set(list, &self.topo.online).map_err(|e| format!("workload.{wi}.{e}"))?;
+            let cpus = app_cpu_set(&format!("workload.{wi}.app_cpus"), list, &self.topo.online)?;
             self.wls[wi].app_cpus = cpus.iter().map(|c| c.0).collect();
             self.wls[wi].rfs = steering == Steering::Rfs;
             if steering == Steering::Rfs {
@@ -222,10 +229,18 @@ mod tests {
     fn app_cpus_name_cpus_of_the_machine() {
         let online = CpuSet::parse_list("0-7").unwrap_or_default();
         assert_eq!(
-            app_cpu_set("2-3,9", &online).map(|s| s.to_string()),
+            app_cpu_set("app_cpus", "2-3,9", &online).map(|s| s.to_string()),
             Ok("2-3".to_string())
         );
-        assert!(app_cpu_set("8-9", &online).unwrap_err().contains("no CPU"));
-        assert!(app_cpu_set("x", &online).unwrap_err().contains("app_cpus"));
+        let e = app_cpu_set("workload.0.app_cpus", "8-9", &online).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "workload.0.app_cpus \"8-9\" names no CPU of the machine"
+        );
+        let e = app_cpu_set("workload.0.app_cpus", "x", &online).unwrap_err();
+        assert!(
+            e.to_string().starts_with("workload.0.app_cpus \"x\": "),
+            "{e}"
+        );
     }
 }

@@ -17,7 +17,7 @@
 //! everywhere. Runs of idle, low and medium machines last 3.3 s (3 s measured), heavy ones
 //! 1.2 s, bursty ones 2.4 s.
 
-use crate::config::Scenario;
+use crate::config::{ConfigError, Scenario};
 use crate::rng::Stream;
 use std::fmt::Write as _;
 
@@ -62,7 +62,7 @@ pub struct Generated {
 }
 
 /// `n` machines from `seed`.
-pub fn generate(n: usize, seed: u64) -> Result<Vec<Generated>, String> {
+pub fn generate(n: usize, seed: u64) -> Result<Vec<Generated>, ConfigError> {
     (0..n).map(|i| machine(seed, i)).collect()
 }
 
@@ -75,7 +75,7 @@ fn pick<T: Copy>(r: &mut Stream, v: &[T]) -> T {
 }
 
 /// Machine `i` of `seed`.
-pub fn machine(seed: u64, i: usize) -> Result<Generated, String> {
+pub fn machine(seed: u64, i: usize) -> Result<Generated, ConfigError> {
     let r = &mut Stream::new(seed, &format!("machine.{i}"));
     let name = format!("gen-{seed}-{i}");
     let packages = 1 + r.below(2) as u32;
@@ -222,7 +222,7 @@ pub fn machine(seed: u64, i: usize) -> Result<Generated, String> {
     desc.push(format!("{} load", load.name()));
     let head = format!("description = \"{}\"\n", desc.join("; "));
     let toml = format!("{head}{t}{workloads}");
-    let scenario = Scenario::from_toml(&toml, &name).map_err(|e| e.to_string())?;
+    let scenario = Scenario::from_toml(&toml, &name)?;
     Ok(Generated {
         scenario,
         load,

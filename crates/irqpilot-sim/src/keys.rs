@@ -4,9 +4,27 @@
 //! when the schema has a key [`KEYS`] lacks (or the other way round), and when
 //! docs/simulator.md does not hold the table as generated (`irqpilot sim --keys` prints it).
 
-use crate::config::Scenario;
+use crate::config::{ConfigError, Scenario};
 use serde_json::Value;
 use std::collections::BTreeMap;
+
+/// Why the key reference could not be generated (a built-in scenario that sets every key no
+/// longer fits the schema).
+#[derive(Debug, thiserror::Error)]
+pub enum KeysError {
+    /// The scenario setting every key is not TOML.
+    #[error("the scenario setting every key: {0}")]
+    Parse(#[from] toml::de::Error),
+    /// A trial scenario could not be written back as TOML.
+    #[error("the scenario setting every key: {0}")]
+    Write(#[from] toml::ser::Error),
+    /// The scenario setting every key was refused.
+    #[error(transparent)]
+    Scenario(#[from] ConfigError),
+    /// A scenario could not be serialized to list its keys.
+    #[error("the scenario as JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
 
 /// Every scenario key, dotted as `--set` spells it (`N` for a position in a list), with what it
 /// means. Sorted by key.
@@ -551,13 +569,13 @@ fn leaves(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
 }
 
 /// The keys of the schema with their kinds, defaults and whether they are required.
-pub fn schema() -> Result<BTreeMap<String, KeyInfo>, String> {
-    let full: toml::Value = toml::from_str(FULL).map_err(|e| e.to_string())?;
-    let parse = |v: &toml::Value| -> Result<Scenario, String> {
-        let text = toml::to_string(v).map_err(|e| e.to_string())?;
-        Scenario::from_toml(&text, "schema").map_err(|e| e.to_string())
+pub fn schema() -> Result<BTreeMap<String, KeyInfo>, KeysError> {
+    let full: toml::Value = toml::from_str(FULL)?;
+    let parse = |v: &toml::Value| -> Result<Scenario, KeysError> {
+        let text = toml::to_string(v)?;
+        Ok(Scenario::from_toml(&text, "schema")?)
     };
-    let json = |sc: &Scenario| serde_json::to_value(sc).map_err(|e| e.to_string());
+    let json = |sc: &Scenario| serde_json::to_value(sc);
     let full_json = json(&parse(&full)?)?;
     // The same scenario with only what must be given: its values are the defaults.
     let mut minimal = full.clone();
@@ -569,8 +587,8 @@ pub fn schema() -> Result<BTreeMap<String, KeyInfo>, String> {
         if remove(&mut trial, key) {
             match parse(&trial) {
                 Ok(_) => minimal = trial,
-                Err(e) if e.contains("missing field") => {
-                    required.push((key.clone(), e));
+                Err(e) if e.to_string().contains("missing field") => {
+                    required.push((key.clone(), e.to_string()));
                 }
                 Err(_) => minimal = trial,
             }
@@ -642,7 +660,7 @@ fn remove(v: &mut toml::Value, key: &str) -> bool {
 }
 
 /// The reference table (Markdown): key, workload kinds, default, meaning.
-pub fn reference_table() -> Result<String, String> {
+pub fn reference_table() -> Result<String, KeysError> {
     let schema = schema()?;
     let mut out = String::from("| key | default | meaning |\n|---|---|---|\n");
     for (key, meaning) in KEYS {

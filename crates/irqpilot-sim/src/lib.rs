@@ -11,6 +11,8 @@
 //!   seed gives byte-identical reports.
 //! * [`report::Report`]: throughput, IOPS, transactions, latency percentiles, per-CPU and
 //!   per-vector rates, time series.
+//! * Errors: [`ConfigError`] (a scenario or `--set` refused, with line and column or the key),
+//!   [`BuildError`] (its machine cannot be built), [`SimError`] (a run, table or sweep failed).
 //!
 //! The machine model (CPUs with hardirq > softirq > application priority, NIC and NVMe queues
 //! with device-side moderation, NAPI, DIM and AIM in the simulated drivers, a platform MSI knee)
@@ -24,6 +26,7 @@ pub mod config;
 mod contention;
 mod cq;
 pub mod engine;
+pub mod error;
 pub mod export;
 mod gsim;
 pub mod heldout;
@@ -34,7 +37,6 @@ mod metrics;
 mod model;
 pub mod placement;
 mod platform;
-mod ranges;
 pub mod report;
 pub mod rng;
 mod runner;
@@ -50,6 +52,7 @@ mod workload;
 
 pub use apps::AppProcess;
 pub use config::{ConfigError, Scenario};
+pub use error::{BuildError, SimError};
 pub use metrics::{MAX_SERIES_POINTS, SeriesPoint};
 pub use report::Report;
 pub use runner::{

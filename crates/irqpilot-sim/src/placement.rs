@@ -19,11 +19,12 @@
 //! The kernel-side rules every write meets (effective CPU, vector capacity, managed vectors) are
 //! in `vectors.rs`; the costs of a move (cold penalty, cache-cold interrupts) in `config::Costs`.
 
-use crate::config::{MachineCfg, Scenario};
+use crate::config::Scenario;
+pub use crate::config::{PlacementCfg, PlacementPolicy, isolation_of};
+use crate::error::BuildError;
 use crate::rng::Stream;
 use crate::sim::Sim;
-use irqpilot_core::{Action, CpuId, CpuSet, Isolation, Machine, Plan, Topology};
-use irqpilot_linux::format::cmdline::{isolation_from_cmdline, parse_cmdline};
+use irqpilot_core::{Action, CpuId, CpuSet, Machine, Plan, Topology};
 
 mod irqpilot;
 mod log;
@@ -31,119 +32,12 @@ mod log;
 pub use irqpilot::Irqpilot;
 pub(crate) use log::PlacementLog;
 pub use log::refusal_name;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// Who places IRQs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PlacementPolicy {
-    /// Nobody: the initial layout stays.
-    #[default]
-    None,
-    /// Random rotation every 20 ms (the 2.5 kernel).
-    Rotate,
-    /// A fixed binding computed once from the topology.
-    Static,
-    /// irqpilot's placement policy.
-    Irqpilot,
-    /// Debian's irqbalance, outside the twin, through the exported tree.
-    Irqbalance,
-}
-
-impl PlacementPolicy {
-    /// The name used in `--set placement=` and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            PlacementPolicy::None => "none",
-            PlacementPolicy::Rotate => "rotate",
-            PlacementPolicy::Static => "static",
-            PlacementPolicy::Irqpilot => "irqpilot",
-            PlacementPolicy::Irqbalance => "irqbalance",
-        }
-    }
-}
-
-fn d_rotate_ms() -> u64 {
-    20
-}
-
-/// The `[placement]` section of a scenario.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PlacementCfg {
-    /// Who places IRQs.
-    #[serde(default)]
-    pub policy: PlacementPolicy,
-    /// Period of `rotate` (HZ/50 = 20 ms in 2.5.52, Kamble).
-    #[serde(default = "d_rotate_ms")]
-    pub rotate_interval_ms: u64,
-    /// irqpilot's placement configuration (the `[placement]` section of `irqpilot.toml`) for
-    /// `irqpilot`. Scenarios compress its periods with the rest of time (docs/placement-twin.md).
-    #[serde(default)]
-    pub irqpilot: irqpilot_core::PlacementConfig,
-}
-
-impl Default for PlacementCfg {
-    fn default() -> Self {
-        PlacementCfg {
-            policy: PlacementPolicy::None,
-            rotate_interval_ms: d_rotate_ms(),
-            irqpilot: irqpilot_core::PlacementConfig::default(),
-        }
-    }
-}
-
-/// The machine's isolation, from its kernel command line as Linux derives it: `isolcpus=`
-/// (its CPUs are `/sys/devices/system/cpu/isolated` when the `domain` flag is in force),
-/// `nohz_full=`, `irqaffinity=`.
-pub fn isolation_of(mc: &MachineCfg) -> Result<Isolation, String> {
-    let ncpu = mc.packages * mc.cores_per_package * mc.threads_per_core;
-    let (mut iso, errors) = isolation_from_cmdline(&parse_cmdline(&mc.cmdline), Some(ncpu));
-    if let Some(e) = errors.first() {
-        return Err(format!("machine.cmdline: {}", e.message));
-    }
-    let domain = iso
-        .isolcpus
-        .as_ref()
-        .filter(|ic| ic.flags.contains(&irqpilot_core::IsolFlag::Domain))
-        .map(|ic| ic.cpus.clone());
-    iso.isolated = Some(domain.unwrap_or_default());
-    Ok(iso)
-}
-
-/// Checks of the `[placement]` section and the machine fields placement depends on.
-pub(crate) fn validate(sc: &Scenario) -> Result<(), String> {
-    if sc.placement.rotate_interval_ms == 0 {
-        return Err("placement.rotate_interval_ms must be positive".into());
-    }
-    if sc.machine.vectors_per_cpu == 0 {
-        return Err("machine.vectors_per_cpu must be positive".into());
-    }
-    sc.placement
-        .irqpilot
-        .validate()
-        .map_err(|e| e.to_string())?;
-    isolation_of(&sc.machine).map(|_| ())
-}
-
-/// `--set placement=<policy>`.
-pub(crate) fn apply_set(value: &mut toml::Value, raw: &str) -> Result<(), String> {
-    let known = ["none", "rotate", "static", "irqpilot", "irqbalance"];
-    if !known.contains(&raw) {
-        return Err(format!("expects one of {}, not {raw:?}", known.join(", ")));
-    }
-    crate::config::insert_path(
-        value,
-        &["placement", "policy"],
-        toml::Value::String(raw.into()),
-    )
-}
 
 /// Machine set-up placement depends on, once the devices exist: SMT siblings, the boot-time
 /// default affinity (`irqaffinity=`), and the initial layout checked against the vector
 /// capacity (kernel-managed vectors reserve a slot on every CPU of their mask, `managed.rs`).
-pub(crate) fn prepare(sim: &mut Sim) -> Result<(), String> {
+pub(crate) fn prepare(sim: &mut Sim) -> Result<(), BuildError> {
     sim.init_smt();
     let iso = isolation_of(&sim.sc.machine)?;
     let online = sim.topo.online.clone();
@@ -156,9 +50,11 @@ pub(crate) fn prepare(sim: &mut Sim) -> Result<(), String> {
     let cap = sim.sc.machine.vectors_per_cpu;
     for (cpu, n) in sim.vectors_per_cpu().iter().enumerate() {
         if *n > cap {
-            return Err(format!(
-                "the initial layout puts {n} vectors on CPU {cpu}, above machine.vectors_per_cpu = {cap}"
-            ));
+            return Err(BuildError::VectorCapacity {
+                cpu,
+                vectors: *n,
+                cap,
+            });
         }
     }
     Ok(())

@@ -6,6 +6,7 @@
 //! platform through `Platform::apply`, so every move meets the same kernel rules.
 
 use crate::config::Scenario;
+use crate::error::SimError;
 use crate::export::{ExportOptions, OutsideWrite, TreeExport};
 use crate::placement::{Irqpilot, PlacementLog, PlacementPolicy, Rotation};
 use crate::report::{PlacementReport, Report};
@@ -21,7 +22,7 @@ const DEFAULT_PERIOD_NS: u64 = 1_000_000_000;
 
 /// Runs a scenario to its end and reports. `progress` is called with the fraction done (0-1)
 /// at each control period or every 5% of the run.
-pub fn run_scenario(sc: Scenario, progress: impl FnMut(f64)) -> Result<Report, String> {
+pub fn run_scenario(sc: Scenario, progress: impl FnMut(f64)) -> Result<Report, SimError> {
     run_scenario_observed(sc, progress, |_| {})
 }
 
@@ -31,19 +32,15 @@ pub fn run_scenario_observed(
     sc: Scenario,
     progress: impl FnMut(f64),
     on_step: impl FnMut(&StepReport),
-) -> Result<Report, String> {
+) -> Result<Report, SimError> {
     refuse_irqbalance(&sc)?;
     drive(sc, progress, on_step, None).map(|(r, _)| r)
 }
 
 /// irqbalance is a real program: it runs against the exported tree, never inside the twin.
-fn refuse_irqbalance(sc: &Scenario) -> Result<(), String> {
+fn refuse_irqbalance(sc: &Scenario) -> Result<(), SimError> {
     if sc.placement.policy == PlacementPolicy::Irqbalance {
-        return Err(
-            "placement=irqbalance: irqbalance runs outside the twin, against its exported tree \
-             (scripts/vs-irqbalance.sh)"
-                .into(),
-        );
+        return Err(SimError::IrqbalanceOutside);
     }
     Ok(())
 }
@@ -54,8 +51,9 @@ fn refuse_irqbalance(sc: &Scenario) -> Result<(), String> {
 pub struct Sampling<'a> {
     /// Simulated time between two looks, ns.
     pub period_ns: u64,
-    /// Called at time 0 and then every period until the end.
-    pub look: &'a mut dyn FnMut(&mut SimPlatform) -> Result<(), String>,
+    /// Called at time 0 and then every period until the end; an error ends the run with it
+    /// (the caller's own failure: [`SimError::Sampling`]).
+    pub look: &'a mut dyn FnMut(&mut SimPlatform) -> Result<(), SimError>,
 }
 
 impl std::fmt::Debug for Sampling<'_> {
@@ -72,7 +70,7 @@ pub fn run_scenario_sampled(
     progress: impl FnMut(f64),
     on_step: impl FnMut(&StepReport),
     sampling: Sampling<'_>,
-) -> Result<Report, String> {
+) -> Result<Report, SimError> {
     refuse_irqbalance(&sc)?;
     drive_sampled(sc, progress, on_step, None, Some(sampling)).map(|(r, _)| r)
 }
@@ -85,7 +83,7 @@ pub fn run_scenario_exported(
     root: &Path,
     opts: ExportOptions,
     progress: impl FnMut(f64),
-) -> Result<(Report, Vec<OutsideWrite>), String> {
+) -> Result<(Report, Vec<OutsideWrite>), SimError> {
     let (report, export) = drive(sc, progress, |_| {}, Some((root, opts)))?;
     Ok((report, export.map(|e| e.writes).unwrap_or_default()))
 }
@@ -95,7 +93,7 @@ fn drive(
     progress: impl FnMut(f64),
     on_step: impl FnMut(&StepReport),
     export_to: Option<(&Path, ExportOptions)>,
-) -> Result<(Report, Option<TreeExport>), String> {
+) -> Result<(Report, Option<TreeExport>), SimError> {
     drive_sampled(sc, progress, on_step, export_to, None)
 }
 
@@ -105,7 +103,7 @@ fn drive_sampled(
     mut on_step: impl FnMut(&StepReport),
     export_to: Option<(&Path, ExportOptions)>,
     mut sampling: Option<Sampling<'_>>,
-) -> Result<(Report, Option<TreeExport>), String> {
+) -> Result<(Report, Option<TreeExport>), SimError> {
     let policy = sc.placement.policy;
     let mut moderator = sc.moderator.clone().map(GlobalModerator::new);
     let moderator_period = moderator
@@ -127,9 +125,7 @@ fn drive_sampled(
         log.record(&applied);
     }
     let mut export = match export_to {
-        Some((root, opts)) => {
-            Some(TreeExport::create(&mut platform, root, opts).map_err(|e| e.to_string())?)
-        }
+        Some((root, opts)) => Some(TreeExport::create(&mut platform, root, opts)?),
         None => None,
     };
     let mut policies: Vec<&mut dyn Policy> = Vec::new();
@@ -166,7 +162,7 @@ fn drive_sampled(
         let mut controller = if policies.is_empty() {
             None
         } else {
-            Some(Controller::new(&mut platform).map_err(|e| e.to_string())?)
+            Some(Controller::new(&mut platform)?)
         };
         // The shortest period any policy wants (the moderator's is fixed).
         let period = |policies: &[&mut dyn Policy]| {
@@ -204,7 +200,7 @@ fn drive_sampled(
             let exporting = export.as_mut().filter(|_| t == export_at);
             if let Some(e) = exporting {
                 let before = e.writes.len();
-                e.pick_up(&mut platform).map_err(|e| e.to_string())?;
+                e.pick_up(&mut platform)?;
                 log.record_outside(&e.writes[before..]);
             }
             if let Some(r) = rotation.as_mut().filter(|_| t == next_rotation && t < end) {
@@ -213,9 +209,7 @@ fn drive_sampled(
                 next_rotation = t + r.interval_ns();
             }
             if let Some(c) = controller.as_mut().filter(|_| t == step_at) {
-                let report = c
-                    .step(&mut platform, &mut policies)
-                    .map_err(|e| e.to_string())?;
+                let report = c.step(&mut platform, &mut policies)?;
                 if has_placer {
                     log.record(&report.applied);
                 }
@@ -224,7 +218,7 @@ fn drive_sampled(
             }
             if let (Some(e), Some(dt)) = (export.as_mut(), export_step) {
                 if t == export_at {
-                    e.refresh(&platform).map_err(|e| e.to_string())?;
+                    e.refresh(&platform)?;
                     next_export = t + dt;
                 }
             }

@@ -5,6 +5,7 @@
 //! whatever order they finish in.
 
 use crate::config::Scenario;
+use crate::error::SimError;
 use crate::report::Report;
 use crate::runner::run_scenario;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -58,7 +59,7 @@ pub fn run_all(
     scenarios: Vec<Scenario>,
     jobs: usize,
     mut done: impl FnMut(usize),
-) -> Vec<Result<Report, String>> {
+) -> Vec<Result<Report, SimError>> {
     map(
         &scenarios,
         jobs,
@@ -99,6 +100,10 @@ mod tests {
         let parallel = run_all(scenarios, 2, |i| seen.push(i));
         seen.sort_unstable();
         assert_eq!(seen, vec![0, 1, 2, 3]);
+        let ok = |runs: Vec<Result<Report, SimError>>| -> Vec<Report> {
+            runs.into_iter().map(|r| r.unwrap()).collect()
+        };
+        let (serial, parallel) = (ok(serial), ok(parallel));
         assert_eq!(serial, parallel);
         assert_ne!(
             serial[1], serial[3],

@@ -3,6 +3,7 @@
 //! figure and its source sit next to the twin's.
 
 use crate::config::Scenario;
+use crate::error::SimError;
 use crate::report::Report;
 use crate::runner::run_scenario;
 use crate::scenarios::builtin;
@@ -13,19 +14,17 @@ use std::fmt::Write;
 pub const TABLES: &[&str] = &["published", "moderation", "placement"];
 
 /// A built-in scenario with `sets` applied.
-fn scenario(name: &str, sets: &[(&str, &str)]) -> Result<Scenario, String> {
-    let sc = builtin(name)
-        .ok_or_else(|| format!("no built-in scenario {name}"))?
-        .map_err(|e| e.to_string())?;
+fn scenario(name: &str, sets: &[(&str, &str)]) -> Result<Scenario, SimError> {
+    let sc = builtin(name).ok_or_else(|| SimError::NoScenario(name.into()))??;
     let sets: Vec<(String, String)> = sets
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    sc.with_sets(&sets).map_err(|e| e.to_string())
+    Ok(sc.with_sets(&sets)?)
 }
 
 /// How a table gets a run's report: `(scenario, sets) -> report`.
-type Run<'a> = dyn FnMut(&str, &[(&str, &str)]) -> Result<Report, String> + 'a;
+type Run<'a> = dyn FnMut(&str, &[(&str, &str)]) -> Result<Report, SimError> + 'a;
 
 /// Key of a run: the scenario and its sets, in order.
 fn run_key(name: &str, sets: &[(&str, &str)]) -> String {
@@ -79,7 +78,7 @@ pub const REPORT_MACHINES: usize = 50;
 /// Builds a table by name; `progress` gets a line per finished run. The moderation table's
 /// held-out summary covers [`REPORT_MACHINES`] machines of [`REPORT_SEED`]. The runs are spread
 /// over the cores ([`crate::sweep`]); the table is that of a serial run.
-pub fn table(name: &str, progress: impl FnMut(&str)) -> Result<String, String> {
+pub fn table(name: &str, progress: impl FnMut(&str)) -> Result<String, SimError> {
     table_with(
         name,
         REPORT_MACHINES,
@@ -97,16 +96,16 @@ pub fn table_with(
     seed: u64,
     jobs: usize,
     mut progress: impl FnMut(&str),
-) -> Result<String, String> {
-    let build: fn(&mut Run) -> Result<String, String> = match name {
+) -> Result<String, SimError> {
+    let build: fn(&mut Run) -> Result<String, SimError> = match name {
         "published" => published,
         "moderation" => moderation,
         "placement" => placement,
         _ => {
-            return Err(format!(
-                "unknown table {name:?}; tables: {}",
-                TABLES.join(", ")
-            ));
+            return Err(SimError::NoTable {
+                name: name.into(),
+                known: TABLES.join(", "),
+            });
         }
     };
     // First pass: which runs the table makes (no run's parameters depend on another's
@@ -121,7 +120,7 @@ pub fn table_with(
     })?;
     let (keys, scenarios): (Vec<String>, Vec<Scenario>) = wanted.into_iter().unzip();
     let results = crate::sweep::run_all(scenarios, jobs, |i| progress(&keys[i]));
-    let done: HashMap<String, Result<Report, String>> = keys.into_iter().zip(results).collect();
+    let done: HashMap<String, Result<Report, SimError>> = keys.into_iter().zip(results).collect();
     // Second pass: the same table from the finished runs.
     let mut out = build(&mut |name: &str, sets: &[(&str, &str)]| {
         let key = run_key(name, sets);
@@ -136,7 +135,7 @@ pub fn table_with(
     Ok(out)
 }
 
-fn published(run: &mut Run) -> Result<String, String> {
+fn published(run: &mut Run) -> Result<String, SimError> {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -214,7 +213,7 @@ fn published(run: &mut Run) -> Result<String, String> {
     Ok(out)
 }
 
-fn moderation(run: &mut Run) -> Result<String, String> {
+fn moderation(run: &mut Run) -> Result<String, SimError> {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -416,7 +415,7 @@ fn held_out(
     seed: u64,
     jobs: usize,
     progress: &mut dyn FnMut(&str),
-) -> Result<String, String> {
+) -> Result<String, SimError> {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -444,7 +443,7 @@ fn held_out(
 
 /// Placement policies on the placement scenarios (seed 002 Kamble 2002, seed 004 Lal 2020, and
 /// two without a published figure), each scenario under every policy the twin has.
-fn placement(run: &mut Run) -> Result<String, String> {
+fn placement(run: &mut Run) -> Result<String, SimError> {
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -19,6 +19,7 @@
 //! | `ripple` | heavy, burst-then-idle | steady-state peak-to-peak <= 10% of the mean |
 //! | `let-go` | burst-then-idle | after the bursts, interrupts/s within 10% of `none`'s |
 
+use crate::error::SimError;
 use crate::heldout::{Generated, Load};
 use crate::metrics::SeriesPoint;
 use crate::report::Report;
@@ -204,16 +205,17 @@ pub fn ripple(s: &[SeriesPoint], from: f64, to: f64) -> Option<f64> {
     steady(s, from, to).map(|(_, r)| r)
 }
 
-fn run(g: &Generated, sets: &[(&str, &str)]) -> Result<Report, String> {
+fn run(g: &Generated, sets: &[(&str, &str)]) -> Result<Report, SimError> {
     let sets: Vec<(String, String)> = sets
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let sc = g
-        .scenario
-        .with_sets(&sets)
-        .map_err(|e| format!("{}: {e}", g.scenario.name))?;
-    run_scenario(sc, |_| {}).map_err(|e| format!("{}: {e}", g.scenario.name))
+    let machine = |e: SimError| SimError::Machine {
+        machine: g.scenario.name.clone(),
+        source: Box::new(e),
+    };
+    let sc = g.scenario.with_sets(&sets).map_err(|e| machine(e.into()))?;
+    run_scenario(sc, |_| {}).map_err(machine)
 }
 
 /// Whether the healthy platform's throughput can be had under the knee within the latency
@@ -257,7 +259,7 @@ fn reachable(g: &Generated, healthy: &Report) -> bool {
 
 /// Runs `g` under the policies its load class calls for and measures every target that
 /// applies.
-pub fn evaluate(g: &Generated) -> Result<MachineResult, String> {
+pub fn evaluate(g: &Generated) -> Result<MachineResult, SimError> {
     let sc = &g.scenario;
     let limited = sc.platform.kind == crate::config::PlatformKind::Limited;
     let mut values = BTreeMap::new();
@@ -355,7 +357,7 @@ pub fn evaluate_all(
     machines: &[Generated],
     threads: usize,
     mut done: impl FnMut(&MachineResult, std::time::Duration),
-) -> Result<Vec<MachineResult>, String> {
+) -> Result<Vec<MachineResult>, SimError> {
     let results = crate::sweep::map(
         machines,
         threads,
@@ -369,11 +371,7 @@ pub fn evaluate_all(
             }
         },
     );
-    results
-        .into_iter()
-        .zip(machines)
-        .map(|((r, _), g)| r.map_err(|e| format!("{}: {e}", g.scenario.name)))
-        .collect()
+    results.into_iter().map(|(r, _)| r).collect()
 }
 
 /// One target over many machines.

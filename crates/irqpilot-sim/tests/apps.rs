@@ -150,7 +150,7 @@ fn bad_app_settings_are_refused() {
     let e = set("workload.0.steering", "rps").unwrap_err().to_string();
     assert!(e.contains("steering"), "{e}");
     let bad = set("workload.0.app_cpus", "64-65").unwrap();
-    let e = irqpilot_sim::Sim::new(bad).unwrap_err();
+    let e = irqpilot_sim::Sim::new(bad).unwrap_err().to_string();
     assert!(e.contains("app_cpus") && e.contains("no CPU"), "{e}");
     let e = set("costs.wakeup_ipi_us", "-1").unwrap_err().to_string();
     assert!(e.contains("costs.wakeup_ipi_us"), "{e}");

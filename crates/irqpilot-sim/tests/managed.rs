@@ -156,6 +156,6 @@ fn user_writes_to_a_managed_vector_are_refused_and_change_nothing() {
 /// NVMe creates at most one I/O queue per CPU: a scenario asking for more is refused, naming it.
 #[test]
 fn more_queues_than_cpus_is_an_error() {
-    let e = Sim::new(host(9, "", "")).unwrap_err();
+    let e = Sim::new(host(9, "", "")).unwrap_err().to_string();
     assert!(e.contains("9 queues per drive on 8 CPUs"), "{e}");
 }

@@ -313,7 +313,11 @@ fn placement_set_alias() {
         |_| {},
     )
     .unwrap_err();
-    assert!(e.contains("vs-irqbalance"), "{e}");
+    assert!(
+        matches!(e, irqpilot_sim::SimError::IrqbalanceOutside),
+        "{e}"
+    );
+    assert!(e.to_string().contains("vs-irqbalance"), "{e}");
 }
 
 // ----- irqpilot's placement policy in the twin ----------------------------------------------

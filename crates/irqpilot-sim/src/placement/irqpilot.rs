@@ -18,7 +18,7 @@ pub struct Irqpilot {
 
 impl Irqpilot {
     /// irqpilot for a scenario whose policy is `irqpilot`.
-    pub fn of(sc: &Scenario) -> Result<Option<Irqpilot>, String> {
+    pub fn of(sc: &Scenario) -> Result<Option<Irqpilot>, crate::error::BuildError> {
         if sc.placement.policy != PlacementPolicy::Irqpilot {
             return Ok(None);
         }
@@ -28,8 +28,7 @@ impl Irqpilot {
             // request/response workload's threads are pinned.
             cfg.applications = applications(sc);
         }
-        let policy = irqpilot_core::PlacementPolicy::new(cfg)
-            .map_err(|e| format!("placement.irqpilot: {e}"))?;
+        let policy = irqpilot_core::PlacementPolicy::new(cfg)?;
         Ok(Some(Irqpilot { policy }))
     }
 

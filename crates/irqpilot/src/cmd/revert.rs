@@ -135,7 +135,7 @@ fn build(root: &Root, journal: &str, rep: &RevertReport) -> RevertOutput {
             .map(|(e, why)| Unrestorable {
                 knob: e.knob.to_string(),
                 old: e.old.clone(),
-                why: why.clone(),
+                why: why.to_string(),
             })
             .collect(),
         archived: rep.archived.as_ref().map(|p| p.display().to_string()),

@@ -47,7 +47,7 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         );
     }
     if args.keys {
-        let table = irqpilot_sim::keys::reference_table().map_err(anyhow::Error::msg)?;
+        let table = irqpilot_sim::keys::reference_table().map_err(anyhow::Error::new)?;
         out.write_all(table.as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -66,7 +66,7 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
                 progress.message(format!("sim --table {name}: {done} done, last {row}"));
             },
         )
-        .map_err(anyhow::Error::msg);
+        .map_err(anyhow::Error::new);
         progress.finish();
         out.write_all(text?.as_bytes())?;
         return Ok(ExitCode::SUCCESS);
@@ -176,7 +176,7 @@ fn parse_sets(raw: &[String]) -> Result<Vec<(String, String)>> {
 fn run_with_progress(sc: Scenario) -> Result<Report> {
     let progress = Progress::timed(1000, &sc.name);
     let report = irqpilot_sim::run_scenario(sc, |f| progress.set((f * 1000.0) as u64))
-        .map_err(anyhow::Error::msg);
+        .map_err(anyhow::Error::new);
     progress.finish();
     report
 }
@@ -193,7 +193,7 @@ fn run_exported(sc: Scenario, root: &std::path::Path, args: &SimArgs) -> Result<
         ..Default::default()
     };
     let (report, writes) =
-        irqpilot_sim::run_scenario_exported(sc, root, opts, |_| {}).map_err(anyhow::Error::msg)?;
+        irqpilot_sim::run_scenario_exported(sc, root, opts, |_| {}).map_err(anyhow::Error::new)?;
     for w in &writes {
         let result = match &w.result {
             Ok(true) => "taken".to_string(),
@@ -400,7 +400,7 @@ fn compare(
         });
         progress.finish();
         for r in runs {
-            reports.push(r.map_err(anyhow::Error::msg)?);
+            reports.push(r.map_err(anyhow::Error::new)?);
         }
     }
     let values = ran;
@@ -463,7 +463,7 @@ fn generate(
     settings: &Settings,
     out: &mut impl Write,
 ) -> Result<ExitCode> {
-    let machines = irqpilot_sim::heldout::generate(n, seed).map_err(anyhow::Error::msg)?;
+    let machines = irqpilot_sim::heldout::generate(n, seed).map_err(anyhow::Error::new)?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for g in &machines {
@@ -525,7 +525,7 @@ fn sweep(
     out: &mut impl Write,
 ) -> Result<ExitCode> {
     use irqpilot_sim::targets;
-    let generated = irqpilot_sim::heldout::generate(n, seed).map_err(anyhow::Error::msg)?;
+    let generated = irqpilot_sim::heldout::generate(n, seed).map_err(anyhow::Error::new)?;
     let mut written = Ok(());
     let results = targets::evaluate_all(&generated, jobs, |r, took| {
         if settings.format != Format::Table || written.is_err() {
@@ -552,7 +552,7 @@ fn sweep(
         )
         .and_then(|()| out.flush());
     })
-    .map_err(anyhow::Error::msg)?;
+    .map_err(anyhow::Error::new)?;
     written?;
     let summary = targets::summarize(&results);
     match settings.format {

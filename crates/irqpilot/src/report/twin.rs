@@ -11,12 +11,12 @@ use super::{add_sections, plots};
 use crate::live::Sampler;
 use crate::live::recording::create_writer;
 use crate::progress::Progress;
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 use irqpilot_core::findings::FindingsConfig;
 use irqpilot_core::{Machine, Platform};
 use irqpilot_record::Meta;
 use irqpilot_sim::report::Report;
-use irqpilot_sim::{Sampling, Scenario, SimPlatform, run_scenario_sampled};
+use irqpilot_sim::{Sampling, Scenario, SimError, SimPlatform, run_scenario_sampled};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -61,7 +61,7 @@ pub fn run(
     let mut machine = Machine::default();
     let mut writer = None;
     let mut failure: Option<anyhow::Error> = None;
-    let mut look = |p: &mut SimPlatform| -> Result<(), String> {
+    let mut look = |p: &mut SimPlatform| -> Result<(), SimError> {
         let mut step = || -> Result<()> {
             if sampler.is_none() {
                 machine = p.machine()?;
@@ -101,7 +101,7 @@ pub fn run(
         step().map_err(|e| {
             let text = crate::error_text(&e);
             failure = Some(e);
-            text
+            SimError::Sampling(text)
         })
     };
     let report_out = run_scenario_sampled(
@@ -117,7 +117,7 @@ pub fn run(
     if let Some(e) = failure {
         return Err(e);
     }
-    let report = report_out.map_err(|e| anyhow!(e))?;
+    let report = report_out?;
     if let Some(w) = writer {
         w.finish()?;
     }

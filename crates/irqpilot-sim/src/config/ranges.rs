@@ -2,7 +2,7 @@
 //! run without complaint and give numbers that mean nothing, so each is refused, naming its key
 //! the way `--set` spells it (`costs.hardirq_us`, `workload.1.think_us`).
 
-use crate::config::{Scenario, WorkloadCfg};
+use super::schema::{Scenario, WorkloadCfg};
 
 /// The range a number must lie in.
 #[derive(Clone, Copy)]
