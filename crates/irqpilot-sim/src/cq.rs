@@ -7,7 +7,6 @@
 //! landed (frame thresholds) and when the last one did (CQE-mode timers).
 
 use crate::time::SimTime;
-use std::collections::VecDeque;
 
 /// What an entry is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +53,11 @@ impl Batch {
 /// A ring of entries in sequence order.
 #[derive(Clone, Debug)]
 pub(crate) struct Cq {
-    batches: VecDeque<Batch>,
+    /// Batches from `front` on are pending; those before it are consumed. One contiguous
+    /// slice (no wrap-around as in a `VecDeque`): every question about the ring walks its first
+    /// few batches, and a ring usually empties at each poll, which resets it.
+    batches: Vec<Batch>,
+    front: usize,
     /// Next entry to consume.
     pub head: u64,
     /// Next sequence number to assign.
@@ -67,11 +70,30 @@ pub(crate) struct Cq {
 impl Cq {
     pub(crate) fn new(capacity: u32) -> Cq {
         Cq {
-            batches: VecDeque::new(),
+            batches: Vec::new(),
+            front: 0,
             head: 0,
             tail: 0,
             capacity: capacity.max(1) as u64,
             dropped: 0,
+        }
+    }
+
+    /// The pending batches, oldest first.
+    fn pending(&self) -> &[Batch] {
+        &self.batches[self.front..]
+    }
+
+    /// Drops the oldest pending batch.
+    fn pop_front(&mut self) {
+        self.front += 1;
+        if self.front == self.batches.len() {
+            self.batches.clear();
+            self.front = 0;
+        } else if self.front >= 64 && 2 * self.front >= self.batches.len() {
+            // Amortized: at least as many pushes as the batches moved happen between drains.
+            self.batches.drain(..self.front);
+            self.front = 0;
         }
     }
 
@@ -97,7 +119,7 @@ impl Cq {
         self.dropped += (count - n) as u64;
         if n > 0 {
             let _ = kind; // kinds are told apart by ring (RX, TX, CQ); kept in the signature for clarity
-            self.batches.push_back(Batch {
+            self.batches.push(Batch {
                 first_seq: self.tail,
                 count: n,
                 t0,
@@ -112,19 +134,13 @@ impl Cq {
     }
 
     /// Landing time of entry `seq`, if scheduled.
+    #[cfg(test)]
     pub(crate) fn land_time(&self, seq: u64) -> Option<SimTime> {
         if seq < self.head || seq >= self.tail {
             return None;
         }
-        // Most queries are about the oldest pending entries (the head, a frame threshold a few
-        // batches on): a short walk from the front beats a binary search over the ring.
-        for b in self.batches.iter().take(4) {
-            if seq <= b.last_seq() {
-                return Some(b.land(seq));
-            }
-        }
-        let i = self.batches.partition_point(|b| b.last_seq() < seq);
-        self.batches.get(i).map(|b| b.land(seq))
+        let pending = self.pending();
+        pending.get(locate(pending, seq)).map(|b| b.land(seq))
     }
 
     /// Entries from the head that have landed by `now`. Landing times never decrease along the
@@ -136,7 +152,7 @@ impl Cq {
     /// `landed(now).min(limit)`, without looking further than `limit` entries.
     pub(crate) fn landed_up_to(&self, now: SimTime, limit: u64) -> u64 {
         let mut n = 0;
-        for b in &self.batches {
+        for b in self.pending() {
             if n >= limit {
                 return limit;
             }
@@ -161,7 +177,7 @@ impl Cq {
     /// How many of the first `n` entries from the head carry a tag that `pick` accepts.
     pub(crate) fn count_tagged(&self, n: u64, pick: impl Fn(u32) -> bool) -> u64 {
         let (mut seen, mut hits) = (0u64, 0u64);
-        for b in &self.batches {
+        for b in self.pending() {
             if seen >= n {
                 break;
             }
@@ -178,17 +194,17 @@ impl Cq {
     /// Consumes `n` entries from the head, calling `f(batch, entries_taken)` per batch portion.
     pub(crate) fn consume(&mut self, mut n: u64, mut f: impl FnMut(&Batch, u32)) {
         while n > 0 {
-            let Some(b) = self.batches.front_mut() else {
+            let Some(&b) = self.batches.get(self.front) else {
                 break;
             };
             let first = b.first_seq.max(self.head);
             let avail = b.last_seq() - first + 1;
             let take = avail.min(n);
-            f(b, take as u32);
+            f(&b, take as u32);
             self.head = first + take;
             n -= take;
             if take == avail {
-                self.batches.pop_front();
+                self.pop_front();
             }
         }
     }
@@ -204,12 +220,19 @@ impl Cq {
         last_irq: SimTime,
     ) -> Option<SimTime> {
         let from = from.max(self.head);
-        let first = self.land_time(from)?.max(arm);
+        if from >= self.tail {
+            return None;
+        }
+        // The batches from the one holding `from`: every question below starts there.
+        let pending = self.pending();
+        let rest = pending.get(locate(pending, from)..)?;
+        let first = rest.first()?.land(from).max(arm);
         let nth = |k: u64| -> Option<SimTime> {
-            (k > 0)
-                .then(|| self.land_time(from + k - 1))
-                .flatten()
-                .map(|t| t.max(arm))
+            let seq = from + k.checked_sub(1)?;
+            if seq >= self.tail {
+                return None;
+            }
+            rest.get(locate(rest, seq)).map(|b| b.land(seq).max(arm))
         };
         let min_opt = |a: SimTime, b: Option<SimTime>| b.map_or(a, |b| a.min(b));
         Some(match *m {
@@ -239,7 +262,7 @@ impl Cq {
                     // The timer can only win if it fires before the frame threshold: the
                     // scan for an idle gap stops there.
                     let bound = by_frames.unwrap_or(SimTime(u64::MAX));
-                    self.idle_timer(from, arm, usecs_ns, bound).min(bound)
+                    idle_timer(rest, from, arm, usecs_ns, bound).min(bound)
                 }
             }
             HwMod::NvmeAgg { time_ns, threshold } => {
@@ -251,36 +274,45 @@ impl Cq {
             }
         })
     }
+}
 
-    /// CQE mode: every entry restarts the timer; it fires `u` after an entry not followed by
-    /// another within `u`. Entries landing after `bound` are not looked at: any answer later
-    /// than `bound` is as good as `bound` to the caller.
-    fn idle_timer(&self, from: u64, arm: SimTime, u: u64, bound: SimTime) -> SimTime {
-        let mut prev: Option<SimTime> = None;
-        for b in &self.batches {
-            if b.last_seq() < from {
-                continue;
-            }
-            let s = b.first_seq.max(from);
-            let start = b.land(s).max(arm);
-            if start > bound {
-                // This entry and every later one land after the bound: the timer fires `u`
-                // after the last entry before them, or after the bound (the caller takes the
-                // earlier of the answer and the bound).
-                return prev.map_or(bound, |p| p.after(u));
-            }
-            if let Some(p) = prev {
-                if start.since(p) > u {
-                    return p.after(u);
-                }
-            }
-            if b.spacing_ns as u64 > u && s < b.last_seq() {
-                return start.after(u);
-            }
-            prev = Some(b.last_land().max(arm));
+/// Index of the batch holding `seq` (batches hold consecutive entries in order).
+fn locate(batches: &[Batch], seq: u64) -> usize {
+    // Most queries are about the oldest pending entries (the head, a frame threshold a few
+    // batches on): a short walk from the front beats a binary search over the ring.
+    for (i, b) in batches.iter().take(4).enumerate() {
+        if seq <= b.last_seq() {
+            return i;
         }
-        prev.unwrap_or(arm).after(u)
     }
+    batches.partition_point(|b| b.last_seq() < seq)
+}
+
+/// CQE mode: every entry restarts the timer; it fires `u` after an entry not followed by
+/// another within `u`. `batches` start with the one holding `from`. Entries landing after
+/// `bound` are not looked at: any answer later than `bound` is as good as `bound` to the caller.
+fn idle_timer(batches: &[Batch], from: u64, arm: SimTime, u: u64, bound: SimTime) -> SimTime {
+    let mut prev: Option<SimTime> = None;
+    for b in batches {
+        let s = b.first_seq.max(from);
+        let start = b.land(s).max(arm);
+        if start > bound {
+            // This entry and every later one land after the bound: the timer fires `u`
+            // after the last entry before them, or after the bound (the caller takes the
+            // earlier of the answer and the bound).
+            return prev.map_or(bound, |p| p.after(u));
+        }
+        if let Some(p) = prev {
+            if start.since(p) > u {
+                return p.after(u);
+            }
+        }
+        if b.spacing_ns as u64 > u && s < b.last_seq() {
+            return start.after(u);
+        }
+        prev = Some(b.last_land().max(arm));
+    }
+    prev.unwrap_or(arm).after(u)
 }
 
 /// Device-side moderation programmed on a vector.

@@ -59,17 +59,19 @@ impl<E> Ord for Far<E> {
 /// No node.
 const NIL: u32 = u32::MAX;
 
-/// An event in the wheel, in its slot's list.
+/// An event in the wheel, in its slot's list (a free node keeps its last event; events are
+/// `Copy`, so nothing is dropped or taken).
 struct Node<E> {
     key: Key,
     next: u32,
-    ev: Option<E>,
+    ev: E,
 }
 
 /// Pending events.
 pub struct EventQueue<E> {
-    /// First node of each slot's list.
-    heads: Vec<u32>,
+    /// First node of each slot's list (a fixed-size array: slot numbers are masked into it, so
+    /// no index is bounds-checked at run time).
+    heads: Box<[u32; SLOTS]>,
     nodes: Vec<Node<E>>,
     /// First free node (linked through `next`).
     free: u32,
@@ -86,10 +88,10 @@ pub struct EventQueue<E> {
     popped: u64,
 }
 
-impl<E> Default for EventQueue<E> {
+impl<E: Copy> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
-            heads: vec![NIL; SLOTS],
+            heads: Box::new([NIL; SLOTS]),
             nodes: Vec::new(),
             free: NIL,
             words: [0; WORDS],
@@ -103,7 +105,7 @@ impl<E> Default for EventQueue<E> {
     }
 }
 
-impl<E> std::fmt::Debug for EventQueue<E> {
+impl<E: Copy> std::fmt::Debug for EventQueue<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -114,7 +116,12 @@ impl<E> std::fmt::Debug for EventQueue<E> {
     }
 }
 
-impl<E> EventQueue<E> {
+/// Word of slot `s` in the occupancy map and the slot's bit in it.
+fn word_bit(s: usize) -> (usize, u64) {
+    ((s / 64) % WORDS, 1 << (s % 64))
+}
+
+impl<E: Copy> EventQueue<E> {
     /// Schedules `ev` at `time`.
     pub fn push(&mut self, time: SimTime, ev: E) {
         self.seq += 1;
@@ -128,21 +135,24 @@ impl<E> EventQueue<E> {
         let node = Node {
             key: k,
             next: self.heads[s],
-            ev: Some(ev),
+            ev,
         };
-        let i = if self.free == NIL {
-            self.nodes.push(node);
-            (self.nodes.len() - 1) as u32
-        } else {
-            let i = self.free;
-            let slot = &mut self.nodes[i as usize];
-            self.free = slot.next;
-            *slot = node;
-            i
+        let i = match self.nodes.get_mut(self.free as usize) {
+            Some(slot) => {
+                let i = self.free;
+                self.free = slot.next;
+                *slot = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
         };
         self.heads[s] = i;
-        self.words[s / 64] |= 1 << (s % 64);
-        self.summary |= 1 << (s / 64);
+        let (w, bit) = word_bit(s);
+        self.words[w] |= bit;
+        self.summary |= 1 << w;
         self.in_wheel += 1;
     }
 
@@ -152,7 +162,7 @@ impl<E> EventQueue<E> {
             return None;
         }
         let start = (self.base % SLOTS as u64) as usize;
-        let (w0, b0) = (start / 64, start % 64);
+        let (w0, b0) = ((start / 64) % WORDS, start % 64);
         // The start word, from the start bit.
         let here = self.words[w0] & (u64::MAX << b0);
         if here != 0 {
@@ -175,24 +185,26 @@ impl<E> EventQueue<E> {
                 w0
             }
         };
-        let bits = self.words[w];
+        let bits = self.words[w % WORDS];
         (bits != 0).then(|| w * 64 + bits.trailing_zeros() as usize)
     }
 
     /// The smallest key in the wheel, with its slot, its node and the node before it.
     fn wheel_min(&self) -> Option<(Key, usize, u32, u32)> {
-        let s = self.first_slot()?;
-        let (mut prev, mut i) = (NIL, self.heads[s]);
-        let mut best: Option<(Key, u32, u32)> = None;
-        while i != NIL {
-            let n = &self.nodes[i as usize];
-            if best.is_none_or(|(k, _, _)| n.key < k) {
-                best = Some((n.key, i, prev));
+        let s = self.first_slot()? % SLOTS;
+        // An occupied slot's list is not empty; most hold one event.
+        let head = self.heads[s];
+        let first = self.nodes.get(head as usize)?;
+        let (mut best, mut best_i, mut best_prev) = (first.key, head, NIL);
+        let (mut prev, mut i) = (head, first.next);
+        while let Some(n) = self.nodes.get(i as usize) {
+            if n.key < best {
+                (best, best_i, best_prev) = (n.key, i, prev);
             }
             prev = i;
             i = n.next;
         }
-        best.map(|(k, i, prev)| (k, s, i, prev))
+        Some((best, s, best_i, best_prev))
     }
 
     /// Time of the next event.
@@ -232,20 +244,19 @@ impl<E> EventQueue<E> {
             (f.key, f.ev)
         } else {
             let (k, s, i, prev) = w?;
-            let node = &mut self.nodes[i as usize];
-            let (next, ev) = (node.next, node.ev.take());
+            let node = self.nodes.get_mut(i as usize)?;
+            let (next, ev) = (node.next, node.ev);
             node.next = self.free;
             self.free = i;
-            if prev == NIL {
-                self.heads[s] = next;
-            } else {
-                self.nodes[prev as usize].next = next;
+            match self.nodes.get_mut(prev as usize) {
+                Some(p) => p.next = next,
+                None => self.heads[s] = next,
             }
-            let ev = ev?;
             if self.heads[s] == NIL {
-                self.words[s / 64] &= !(1 << (s % 64));
-                if self.words[s / 64] == 0 {
-                    self.summary &= !(1 << (s / 64));
+                let (w, bit) = word_bit(s);
+                self.words[w] &= !bit;
+                if self.words[w] == 0 {
+                    self.summary &= !(1 << w);
                 }
             }
             self.in_wheel -= 1;

@@ -222,9 +222,8 @@ impl Sim {
         if src.cold_left > 0 {
             cost += k.cold_extra;
         }
-        if self.cpu_node[cpu] != src.node {
-            cost += k.remote;
-        }
+        // Branch-free: which CPUs are remote follows no pattern the predictor can learn.
+        cost += k.remote * u64::from(self.cpu_node[cpu] != src.node);
         let start = now.max(self.cpus[cpu].hard_until);
         let cost = self.smt_scaled(cpu, start, cost);
         let c = &mut self.cpus[cpu];
@@ -389,9 +388,9 @@ impl Sim {
         let mut per_pkt = (rx - steered) as f64 * self.k.rx_pkt
             + steered as f64 * self.k.rx_driver
             + tx as f64 * self.k.tx_done;
-        if self.cpu_node[cpu] != self.nics[nq.nic as usize].node {
-            per_pkt *= self.k.remote_packet_factor;
-        }
+        // Branch-free (x * 1.0 is x exactly).
+        let remote = self.cpu_node[cpu] != self.nics[nq.nic as usize].node;
+        per_pkt *= [1.0, self.k.remote_packet_factor][usize::from(remote)];
         let start = now.max(self.cpus[cpu].hard_until);
         let cost = self.smt_scaled(cpu, start, self.k.napi_poll + per_pkt as u64);
         let c = &mut self.cpus[cpu];

@@ -195,8 +195,8 @@ pub struct SimArgs {
     /// Measure the simulator: simulated seconds per wall second, events/s, packets/s.
     #[arg(long)]
     pub bench: bool,
-    /// With --compare or --table: runs at a time (default: one per CPU); the output is the
-    /// same for any value.
+    /// With --compare, --table or --sweep: runs at a time (default: one per CPU); the output
+    /// is the same for any value.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
     /// Keep a live /proc + /sys tree of the simulated machine under DIR while it runs, for

@@ -41,6 +41,7 @@ pub fn run(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
         return sweep(
             n,
             args.seed.unwrap_or(tables::REPORT_SEED),
+            jobs(args),
             settings,
             &mut out,
         );
@@ -514,13 +515,19 @@ fn generate(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--sweep N`: issue 10's targets on the held-out machines of `seed`, one line per machine
-/// as it finishes (stderr), then the distribution of each target.
-fn sweep(n: usize, seed: u64, settings: &Settings, out: &mut impl Write) -> Result<ExitCode> {
+/// `--sweep N`: issue 10's targets on the held-out machines of `seed` (`jobs` machines at a
+/// time), one line per machine as it finishes (stderr), then the distribution of each target.
+fn sweep(
+    n: usize,
+    seed: u64,
+    jobs: usize,
+    settings: &Settings,
+    out: &mut impl Write,
+) -> Result<ExitCode> {
     use irqpilot_sim::targets;
     let generated = irqpilot_sim::heldout::generate(n, seed).map_err(anyhow::Error::new)?;
     let mut written = Ok(());
-    let results = targets::evaluate_all(&generated, targets::default_threads(), |r, took| {
+    let results = targets::evaluate_all(&generated, jobs, |r, took| {
         if settings.format != Format::Table || written.is_err() {
             return;
         }
