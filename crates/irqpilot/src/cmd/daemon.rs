@@ -196,10 +196,10 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
             }
         }
         period += 1;
-        if let Some(cfg) = apps.poll(&root, policy.config(), Instant::now())
-            && let Err(e) = policy.set_config(cfg)
-        {
-            tracing::error!(error = %e, "application CPUs not taken; keeping the placement configuration");
+        if let Some(cfg) = apps.poll(&root, policy.config(), Instant::now()) {
+            if let Err(e) = policy.set_config(cfg) {
+                tracing::error!(error = %e, "application CPUs not taken; keeping the placement configuration");
+            }
         }
         let step = match controller.step(platform, &mut [&mut policy, &mut global, &mut kernel]) {
             Ok(step) => step,

@@ -66,6 +66,21 @@ fn action_key(a: &Action) -> Option<String> {
     }
 }
 
+/// The same key for the knob an action drives (a device-wide NIC knob: the device).
+fn knob_key(k: &Knob) -> Option<String> {
+    match k {
+        Knob::NicQueue {
+            device,
+            queue,
+            per_queue: true,
+            ..
+        } => Some(format!("{device}/{queue}")),
+        Knob::NicQueue { device, .. } => Some(device.clone()),
+        Knob::NvmeController { controller, .. } => Some(controller.clone()),
+        Knob::Soft { .. } => None,
+    }
+}
+
 /// An action sent (or refused), with the knob's reading when it was sent.
 #[derive(Clone, Debug)]
 struct Sending {
@@ -617,22 +632,6 @@ impl Policy for GlobalModerator {
         let mut plan = Plan::default();
         let mut nvme: BTreeMap<String, (u8, u16)> = BTreeMap::new();
         let movable: Vec<(IrqNum, Knob)> = self.movable(m).map(|(i, k)| (i, k.clone())).collect();
-        // Each action's knob as read now, by action key (a device-wide one: its first queue's).
-        let mut readings: BTreeMap<String, Knob> = BTreeMap::new();
-        for (_, knob) in &movable {
-            let key = match knob {
-                Knob::NicQueue {
-                    device,
-                    queue,
-                    per_queue: true,
-                    ..
-                } => format!("{device}/{queue}"),
-                Knob::NicQueue { device, .. } => device.clone(),
-                Knob::NvmeController { controller, .. } => controller.clone(),
-                Knob::Soft { .. } => continue,
-            };
-            readings.entry(key).or_insert_with(|| knob.clone());
-        }
         for (irq, knob) in &movable {
             match knob {
                 Knob::NicQueue {
@@ -739,6 +738,16 @@ impl Policy for GlobalModerator {
             });
         }
         self.pending.clear();
+        // Each action's knob as read now, by action key (a device-wide one: its first queue's);
+        // built only in the periods that send something.
+        let mut readings: BTreeMap<String, Knob> = BTreeMap::new();
+        if !plan.actions.is_empty() {
+            for (_, knob) in &movable {
+                if let Some(key) = knob_key(knob) {
+                    readings.entry(key).or_insert_with(|| knob.clone());
+                }
+            }
+        }
         let mut kept = Vec::with_capacity(plan.actions.len());
         for action in plan.actions.drain(..) {
             let Some(key) = action_key(&action) else {
