@@ -88,6 +88,33 @@ fn max_threshold(c: &CtrlInput) -> u16 {
     }
 }
 
+/// Lowers thresholds one grid point at a time, largest slack (allowance over the rate it
+/// would make) first, where the rate they make together (`work / t` each) stays within
+/// `budget` and no threshold goes under its `lowest`: different settings across controllers,
+/// so that the machine lands between two grid points instead of on the coarser one. `plan`
+/// holds (controller, threshold, completions/s, allowance/s).
+fn land_between(plan: &mut [(String, u16, f64, f64)], lowest: &[u16], budget: f64) {
+    let predicted = |plan: &[(String, u16, f64, f64)]| -> f64 {
+        plan.iter().map(|(_, t, w, _)| w / f64::from(*t)).sum()
+    };
+    let mut order: Vec<usize> = (0..plan.len()).collect();
+    order.sort_by(|&a, &b| {
+        let slack = |i: usize| plan[i].3 - plan[i].2 / f64::from(plan[i].1);
+        slack(b)
+            .total_cmp(&slack(a))
+            .then(plan[a].0.cmp(&plan[b].0))
+    });
+    for i in order {
+        if plan[i].1 <= lowest.get(i).copied().unwrap_or(1).max(1) {
+            continue;
+        }
+        plan[i].1 -= 1;
+        if predicted(plan) > budget {
+            plan[i].1 += 1;
+        }
+    }
+}
+
 impl NvmeGrid {
     /// The threshold wanted per controller (1 = off).
     pub(crate) fn thresholds(&self) -> impl Iterator<Item = (&String, u16)> {
@@ -153,29 +180,14 @@ impl NvmeGrid {
             let t = (need as u16).min(tmax).max(cur.min(tmax));
             plan.push((c.name.clone(), t, work, a));
         }
-        // Rounding down where the allowances together still hold (largest slack first).
+        // Rounding down where the allowances together still hold (largest slack first), never
+        // below where a controller is while over target.
         let allowance: f64 = plan.iter().map(|p| p.3).sum();
-        let predicted = |plan: &[(String, u16, f64, f64)]| -> f64 {
-            plan.iter().map(|(_, t, w, _)| w / *t as f64).sum()
-        };
-        let mut order: Vec<usize> = (0..plan.len()).collect();
-        order.sort_by(|&a, &b| {
-            let slack = |i: usize| plan[i].3 - plan[i].2 / plan[i].1 as f64;
-            slack(b)
-                .total_cmp(&slack(a))
-                .then(plan[a].0.cmp(&plan[b].0))
-        });
-        for i in order {
-            let (name, t, ..) = &plan[i];
-            let cur = self.ctrls.get(name).map_or(1, |s| s.t);
-            if *t <= cur || *t <= 1 {
-                continue; // never below where it is while over target
-            }
-            plan[i].1 -= 1;
-            if predicted(&plan) > allowance {
-                plan[i].1 += 1;
-            }
-        }
+        let lowest: Vec<u16> = plan
+            .iter()
+            .map(|p| self.ctrls.get(&p.0).map_or(1, |s| s.t).max(1))
+            .collect();
+        land_between(&mut plan, &lowest, allowance);
         for (name, t, work, _) in plan {
             let s = self.ctrls.entry(name).or_default();
             if t > s.t {
@@ -188,17 +200,37 @@ impl NvmeGrid {
                 s.last_change = period;
             }
         }
-        // The target rose: each controller down to what its share of the new aim needs.
+        // The target rose: each controller down to what its share of the new aim needs, some
+        // a grid point further where the total still fits the aim, so that the machine lands
+        // in the band at once (rounding every one up left it under the band, and the rest came
+        // one grid point per `DWELL`, while the knee search waited at every step).
         if raised && total > 0.0 && total < aim {
+            let mut plan: Vec<(String, u16, f64, f64)> = Vec::new();
+            let mut lowest: Vec<u16> = Vec::new();
             for c in inputs.iter().filter(|c| c.allowance.is_none()) {
-                let (Some(s), Some(w)) = (self.ctrls.get_mut(&c.name), c.completions) else {
+                let (Some(s), Some(w)) = (self.ctrls.get(&c.name), c.completions) else {
                     continue;
                 };
+                if w <= 0.0 {
+                    continue;
+                }
+                // Its share of the new aim, as every held NIC queue gets.
                 let a = c.rate * aim / total;
-                let need = ((w / a.max(1.0) - 1e-9).ceil() as u16).max(s.floor).max(1);
-                if need < s.t {
-                    s.t = need;
-                    s.last_change = period;
+                let need = ((w / a.max(1.0) - 1e-9).ceil() as u16)
+                    .max(s.floor)
+                    .max(1)
+                    .min(s.t);
+                plan.push((c.name.clone(), need, w, a));
+                lowest.push(s.floor.max(1));
+            }
+            let budget: f64 = plan.iter().map(|p| p.3).sum();
+            land_between(&mut plan, &lowest, budget);
+            for (name, t, ..) in plan {
+                if let Some(s) = self.ctrls.get_mut(&name) {
+                    if t < s.t {
+                        s.t = t;
+                        s.last_change = period;
+                    }
                 }
             }
         }
@@ -335,6 +367,39 @@ mod tests {
         let changes = ts.windows(2).filter(|w| w[0] != w[1]).count();
         assert!(changes <= 2, "{changes} changes: {:?}", &ts[..40]);
         assert_eq!(*ts.last().unwrap(), 3);
+    }
+
+    #[test]
+    fn a_raised_target_is_reached_in_one_period_between_grid_points() {
+        // Eleven controllers at 1.03 M completions/s each, held at threshold 12 under a 1 M/s
+        // target (0.94 M/s). The knee search raises the target 15%: the band is now
+        // 1.035-1.15 M/s. Every controller one grid point down (11) gives 1.031 M/s, still
+        // under it; the rest came one grid point per controller every `DWELL` periods, and the
+        // search waited for it at every step. Some at 10, the others at 11, land in the band at
+        // once.
+        let mut g = NvmeGrid::default();
+        let names: Vec<String> = (0..11).map(|i| format!("nvme{i}")).collect();
+        let work = 1.031e6;
+        let held: Vec<CtrlInput> = names
+            .iter()
+            .map(|n| ctrl(n, 2e5, Some(work / 12.0), work, 64.0))
+            .collect();
+        g.update(&held, 11.0 * 2e5, 0.95e6, false, false);
+        assert!(names.iter().all(|n| g.threshold(n) == 12));
+        let rate = work / 12.0;
+        let under: Vec<CtrlInput> = names
+            .iter()
+            .map(|n| ctrl(n, rate, None, work, 64.0))
+            .collect();
+        let (target, h) = (1.15e6, 0.1);
+        let aim = target * (1.0 - h / 2.0);
+        g.update(&under, 11.0 * rate, aim, true, true);
+        let total: f64 = names.iter().map(|n| work / g.threshold(n) as f64).sum();
+        assert!(
+            total >= target * (1.0 - h) && total <= aim,
+            "{total:.0}/s: {:?}",
+            names.iter().map(|n| g.threshold(n)).collect::<Vec<_>>()
+        );
     }
 
     #[test]
