@@ -494,8 +494,14 @@ impl KneeFinder {
             Phase::Settle { probe: Some(p), .. } if p.dir == Dir::Up => {
                 let (base, sd) = p.base.total_and_sd();
                 let loss = (work - base) / base.max(1e-9);
-                let bar = EARLY_LOSS.max(Z * sd / base.max(1e-9));
-                (loss < -bar || (!obs.at_limit && obs.rate > UNHELD * self.target)).then_some(loss)
+                let noise = Z * sd / base.max(1e-9);
+                let bar = EARLY_LOSS.max(noise);
+                // An overshoot that gains work is the fast loop letting its queues up at once
+                // (and a backlog draining), not a platform collapsing.
+                let unheld = !obs.at_limit
+                    && obs.rate > UNHELD * self.target
+                    && loss <= MIN_EFFECT.max(noise);
+                (loss < -bar || unheld).then_some(loss)
             }
             Phase::Measure {
                 acc,
@@ -504,39 +510,54 @@ impl KneeFinder {
             } if p.dir == Dir::Up && acc.samples() >= 2.0 => {
                 let (base, sd) = p.base.total_and_sd();
                 let loss = (acc.total() - base) / base.max(1e-9);
-                let bar = EARLY_LOSS.max(Z * sd / (base.max(1e-9) * acc.samples().sqrt()));
-                (loss < -bar || (!obs.at_limit && obs.rate > UNHELD * self.target)).then_some(loss)
+                let noise = Z * sd / (base.max(1e-9) * acc.samples().sqrt());
+                let bar = EARLY_LOSS.max(noise);
+                let unheld = !obs.at_limit
+                    && obs.rate > UNHELD * self.target
+                    && loss <= MIN_EFFECT.max(noise);
+                (loss < -bar || unheld).then_some(loss)
             }
             _ => None,
         };
         // The target stopped holding anything back during a probe.
+        let mut let_go_loss = None;
         if let Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. } = &phase
         {
             if lost {
                 let (base, _) = p.base.total_and_sd();
-                if p.dir == Dir::Up && work >= base * (1.0 - EARLY_LOSS) {
-                    // A step up past the natural rate lets go of everything, and nothing was
-                    // lost: the answer is in (undoing it would hold the load back again and
-                    // probe it again, a cycle with the rate swinging between the two).
-                    let (from, to) = (p.from, self.target);
-                    self.proven = self.proven.max(to);
-                    self.last = Some(format!(
-                        "knee search: target {from:.0} -> {to:.0}/s holds nothing back: kept"
-                    ));
-                    self.park(work);
+                if p.dir == Dir::Up && obs.rate >= GONE * p.from {
+                    // A step up past the natural rate lets go of everything while the
+                    // interrupts go on: the probe's window decides as for any step up (undone
+                    // as "the load left", it was probed again, a cycle with the rate swinging
+                    // between held and free; kept at once, a knee between the target and the
+                    // load's own rate went unseen: the rate rises to it over a few periods and
+                    // the work falls only then).
+                    let loss = (work - base) / base.max(1e-9);
+                    if loss < -EARLY_LOSS {
+                        let_go_loss = Some(loss);
+                    }
                 } else {
                     // The load left: whatever the work did, it says nothing about the target.
                     self.target = p.from;
                     self.abort(work);
+                    return;
                 }
-                return;
             }
+        }
+        if let Some(loss) = let_go_loss {
+            if let Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. } =
+                phase
+            {
+                self.reject_up(p, loss * 100.0, "let go, cost completions", obs.rate);
+            }
+            return;
         }
         if let Some(loss) = early {
             if let Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. } =
                 phase
             {
-                self.reject_up(p, loss * 100.0, "not held");
+                let to = self.target;
+                self.reject_up(p, loss * 100.0, "not held", to);
             }
             return;
         }
@@ -678,7 +699,7 @@ impl KneeFinder {
                             return;
                         }
                         Some(p)
-                            if (!obs.binding || obs.rate < GONE * p.from)
+                            if obs.rate < GONE * p.from
                                 && p.dir == Dir::Up
                                 && total < p.base.total_and_sd().0 =>
                         {
@@ -697,12 +718,14 @@ impl KneeFinder {
         };
     }
 
-    /// Undoes a step up: the knee is below it.
-    fn reject_up(&mut self, p: Probe, pct: f64, why: &str) {
+    /// Undoes a step up: the knee is below it, and below `reached` (the highest interrupt rate
+    /// the probe saw: a probe that let go of everything reaches the load's own rate, not the
+    /// target).
+    fn reject_up(&mut self, p: Probe, pct: f64, why: &str, reached: f64) {
         // The work to compare later loads with is the baseline's: the probe's own is the
         // platform collapsing, and a load "changed" from it would start a search for nothing.
         let work = p.base.total_and_sd().0;
-        let to = self.target;
+        let to = self.target.min(reached.max(p.from));
         self.too_high = self.too_high.min(to);
         self.target = p.from.min(self.too_high * MARGIN).max(self.floor);
         self.proven = self.proven.min(self.target);
@@ -739,7 +762,9 @@ impl KneeFinder {
         let (from, to) = (p.from, self.target);
         // Up is the risky direction (towards the cliff): any loss beyond the least effect
         // undoes it, significant or not; so does a rate the fast loop could not hold.
-        if p.dir == Dir::Up && (probe.max_rate > UNHELD * to || score < -MIN_EFFECT) {
+        if p.dir == Dir::Up
+            && ((probe.max_rate > UNHELD * to && score <= MIN_EFFECT) || score < -MIN_EFFECT)
+        {
             verdict = Verdict::Worse;
         }
         // A restless rate at the old target is the cliff's edge: a step down that gains a
@@ -766,7 +791,9 @@ impl KneeFinder {
                     self.park(work);
                 }
             }
-            (Dir::Up, Verdict::Worse) => self.reject_up(p, pct, "cost completions"),
+            (Dir::Up, Verdict::Worse) => {
+                self.reject_up(p, pct, "cost completions", probe.max_rate)
+            }
             (Dir::Down, Verdict::Better) => {
                 self.too_high = self.too_high.min(from);
                 self.proven = self.proven.min(to);
@@ -976,6 +1003,77 @@ mod tests {
                 "knee {knee:.0}: last move at period {moved}, parked at {last:.0}/s"
             );
         }
+    }
+
+    #[test]
+    fn an_overshoot_that_gains_work_is_not_a_knee() {
+        // A healthy platform whose fast loop lets its queues up at once when the target rises
+        // and overshoots it by 40% for two periods, while the backlog drains (work +2%). The
+        // first version read the overshoot as "not held" (gen-2-20: "1520875/s not held (work
+        // +1.9%): back to 1064612/s") and held the load at 70% of it for good.
+        let natural = 3e6;
+        let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+        let (mut last, mut since) = (k.target(), 0u32);
+        for i in 0..300u32 {
+            if k.target() != last {
+                last = k.target();
+                since = 0;
+            }
+            since += 1;
+            let overshoot = since <= 2 && k.target() < natural;
+            let rate = if overshoot {
+                (1.4 * k.target()).min(natural)
+            } else {
+                k.target().min(natural)
+            };
+            let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+            let gain = if overshoot { 1.02 } else { 1.0 };
+            k.observe(&Observation {
+                work: vec![("eth0".into(), 5e9 * noise * gain, rate)],
+                binding: natural >= 0.95 * k.target(),
+                rate,
+                natural,
+                settled: !overshoot,
+                at_limit: false,
+            });
+        }
+        assert_eq!(k.too_high(), None, "a knee was remembered");
+        assert!(k.target() >= natural, "held at {:.0}/s", k.target());
+    }
+
+    #[test]
+    fn letting_go_past_a_knee_under_the_natural_rate_is_undone() {
+        // A load whose own rate (5 M/s) is just past the knee (4.7 M/s). The step that lets
+        // go of everything shows no loss at first: the rate rises to the load's own over a few
+        // periods (the fast loop's smoothing), and the work falls only then. The first version
+        // kept such a step as soon as nothing was held back (gen-2-29: parked at 5.0 M/s
+        // against a 4.49 M/s knee, 7% of its throughput lost for good).
+        let (natural, knee) = (5e6, 4.7e6);
+        let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+        let mut rate = natural;
+        let mut rates = Vec::new();
+        for i in 0..300u32 {
+            rate += 0.5 * (k.target().min(natural) - rate);
+            let eff = if rate > knee { knee / rate } else { 1.0 };
+            let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+            k.observe(&Observation {
+                work: vec![("eth0".into(), 5e9 * eff * noise, rate)],
+                binding: natural >= k.target(),
+                rate,
+                natural,
+                settled: (rate - k.target().min(natural)).abs() <= 0.05 * rate,
+                at_limit: false,
+            });
+            rates.push(rate);
+        }
+        let tail = &rates[200..];
+        assert!(
+            tail.iter().all(|&r| r <= knee),
+            "target {:.0}, too high {:?}, rates {:?}",
+            k.target(),
+            k.too_high(),
+            &tail[..10]
+        );
     }
 
     #[test]
