@@ -50,6 +50,11 @@ const MEASURE: u32 = 4;
 const FIRST_STEP: f64 = 0.25;
 /// How far past the natural rate a probe that means to hold nothing back goes.
 const NATURAL_CLEAR: f64 = 0.05;
+/// How far above the highest rate the load made on its own a target that lets go of it goes.
+const LET_GO_CLEAR: f64 = 0.1;
+/// Per period, the remembered peak of the natural rate decays by this factor (to a third in a
+/// second).
+const NATURAL_PEAK_DECAY: f64 = 0.99;
 /// Step of a periodic check from a parked state.
 const RECHECK_STEP: f64 = 0.05;
 /// Smallest step; an undone step up halves down to this, then the search parks.
@@ -306,6 +311,9 @@ pub(crate) struct KneeFinder {
     /// The natural rate last seen (0: not seen): a step back onto proven ground goes no
     /// further than it.
     natural: f64,
+    /// The highest natural rate seen lately (decaying by `NATURAL_PEAK_DECAY` a period): a
+    /// target that lets go of the load clears it.
+    natural_peak: f64,
     /// The target the fast loop last had to reach, the periods in a row it has held the rate
     /// there, and whether it has held it `HELD` periods in a row since (only then is a rate
     /// above it a runaway, not the loop still on its way: after a rejected probe, or at a
@@ -343,6 +351,7 @@ impl KneeFinder {
             first_probe: 0.0,
             proven: 0.0,
             natural: 0.0,
+            natural_peak: 0.0,
             held_at: target,
             held_run: 0,
             held: false,
@@ -466,6 +475,7 @@ impl KneeFinder {
         if obs.natural > 0.0 {
             self.natural = obs.natural;
         }
+        self.natural_peak = (self.natural_peak * NATURAL_PEAK_DECAY).max(obs.natural);
         if self.target != self.held_at || !obs.binding {
             self.held_at = self.target;
             self.held = false;
@@ -787,7 +797,17 @@ impl KneeFinder {
                 if binding {
                     self.start_probe(Dir::Up, probe, work);
                 } else {
-                    // The target no longer holds anything back: nothing more to find.
+                    // The target no longer holds anything back: nothing more to find. It
+                    // clears the load's own rate by `LET_GO_CLEAR`: a target inside that
+                    // rate's noise holds each peak back at the smallest delay, which on a
+                    // coarse grid cuts far more than the peak (2 us on a queue whose packets
+                    // come 2 us apart halves its rate), and the rate swings.
+                    let own = probe.max_rate.max(p.base.max_rate).max(self.natural_peak);
+                    let clear = (own * (1.0 + LET_GO_CLEAR))
+                        .min(MAX_TARGET)
+                        .min(self.too_high * MARGIN);
+                    self.target = self.target.max(clear);
+                    self.proven = self.proven.max(self.target);
                     self.park(work);
                 }
             }
@@ -1074,6 +1094,41 @@ mod tests {
             k.too_high(),
             &tail[..10]
         );
+    }
+
+    #[test]
+    fn a_load_let_go_is_not_caught_again_by_its_own_noise() {
+        // A healthy box whose load makes 1.9 M/s +-5% on its own. The climb (1.25, 1.56,
+        // 1.95 M/s) lets go of it at 1.95 M/s, inside its noise: every peak over the target
+        // is held at the smallest delay, which on a coarse grid halves the rate (2 us on a
+        // queue whose packets come 2 us apart) and is kept there for a while (gen-4-6: the
+        // rate swinging 1.05-2.0 M/s, settle-later 710 ms). A target that lets go clears the
+        // load's own rate.
+        let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+        // Periods the fast loop keeps a peak held (its smoothing and relax steps).
+        let mut hold = 0u32;
+        let mut held_late = 0;
+        for i in 0..400u32 {
+            let wander = [0.0, 0.9, -0.5, 1.0, -1.0, 0.4, -0.8][(i / 5) as usize % 7];
+            let natural = 1.9e6 * (1.0 + 0.05 * wander);
+            if natural > k.target() {
+                hold = 3;
+            }
+            let rate = if hold > 0 { natural / 2.0 } else { natural };
+            k.observe(&Observation {
+                work: vec![("eth0".into(), 5e9, rate)],
+                binding: hold > 0,
+                rate,
+                natural,
+                settled: true,
+                at_limit: false,
+            });
+            if hold > 0 && i >= 60 {
+                held_late += 1;
+            }
+            hold = hold.saturating_sub(1);
+        }
+        assert_eq!(held_late, 0, "target {:.0}", k.target());
     }
 
     #[test]
