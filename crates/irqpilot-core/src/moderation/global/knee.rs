@@ -813,9 +813,7 @@ impl KneeFinder {
                     self.park(work);
                 }
             }
-            (Dir::Up, Verdict::Worse) => {
-                self.reject_up(p, pct, "cost completions", probe.max_rate)
-            }
+            (Dir::Up, Verdict::Worse) => self.reject_up(p, pct, "cost completions", probe.max_rate),
             (Dir::Down, Verdict::Better) => {
                 self.too_high = self.too_high.min(from);
                 self.proven = self.proven.min(to);
@@ -1019,7 +1017,10 @@ mod tests {
         for knee in [2.7e6, 3.6e6, 4.5e6] {
             let t = search(1_000_000.0, knee, 120);
             let last = *t.last().unwrap();
-            let moved = t.windows(2).rposition(|w| w[0] != w[1]).map_or(0, |i| i + 1);
+            let moved = t
+                .windows(2)
+                .rposition(|w| w[0] != w[1])
+                .map_or(0, |i| i + 1);
             assert!(
                 moved <= 65 && last <= knee && last >= 0.6 * knee,
                 "knee {knee:.0}: last move at period {moved}, parked at {last:.0}/s"
