@@ -552,8 +552,12 @@ impl GlobalModerator {
         let mut nvme_pays: f64 = 0.0;
         for c in nvme_in.values() {
             let t = max_threshold(c);
+            // A controller at its largest threshold makes what it makes (its timer may fire
+            // before the threshold fills); below it, its completions over that threshold.
             nvme_least += match c.completions {
-                Some(w) if c.in_flight_per_vector.is_some() => c.rate.min(w / t as f64),
+                Some(w) if c.in_flight_per_vector.is_some() && self.nvme.threshold(&c.name) < t => {
+                    c.rate.min(w / t as f64)
+                }
                 _ => c.rate,
             };
             if t >= 2 {

@@ -424,10 +424,19 @@ fn a_light_device_beside_an_unreachable_rest_pays_no_more_than_the_rest() {
     // each, 2 M/s together, twice the target); each NIC queue makes 50 k/s unheld.
     let (per_vector, nic_natural) = (30_000.0, 50_000.0);
     for p in 0..300 {
-        let t = g.nvme_thresholds().get("nvme0").copied().unwrap_or(1).max(1) as f64;
+        let t = g
+            .nvme_thresholds()
+            .get("nvme0")
+            .copied()
+            .unwrap_or(1)
+            .max(1) as f64;
         let mut r = rates(nic_q, 0.0, None);
         for (i, row) in r.rows.iter_mut().enumerate() {
-            let d = g.delays().get(&IrqNum(40 + i as u32)).copied().unwrap_or(0.0);
+            let d = g
+                .delays()
+                .get(&IrqNum(40 + i as u32))
+                .copied()
+                .unwrap_or(0.0);
             let rate = 1.0 / (1.0 / nic_natural + d * 1e-6);
             row.total_per_sec = rate;
             row.per_cpu_per_sec = vec![rate];
@@ -450,10 +459,20 @@ fn a_light_device_beside_an_unreachable_rest_pays_no_more_than_the_rest() {
         }];
         decide(&mut g, &m, &r, p);
     }
-    assert_eq!(g.nvme_thresholds().get("nvme0"), Some(&3), "NVMe at its limit");
+    assert_eq!(
+        g.nvme_thresholds().get("nvme0"),
+        Some(&3),
+        "NVMe at its limit"
+    );
     for q in 0..nic_q {
         let d = g.delays().get(&IrqNum(40 + q)).copied().unwrap_or(0.0);
-        assert!(d > 0.0, "queue {q} still held (the total is over the target)");
-        assert!(d <= 100.0, "queue {q} held {d:.0} us: past what the NVMe vectors pay");
+        assert!(
+            d > 0.0,
+            "queue {q} still held (the total is over the target)"
+        );
+        assert!(
+            d <= 100.0,
+            "queue {q} held {d:.0} us: past what the NVMe vectors pay"
+        );
     }
 }
