@@ -81,6 +81,17 @@ fn knob_key(k: &Knob) -> Option<String> {
     }
 }
 
+/// One NIC device's queues, for the light-device rule.
+#[derive(Clone, Debug, Default)]
+struct NicDevice {
+    /// Interrupts/s its queues would make at the ceiling.
+    at_ceiling: f64,
+    /// The longest delay it imposes now, us.
+    longest: f64,
+    /// Per queue: rate and delay now.
+    queues: Vec<(f64, f64)>,
+}
+
 /// Per NVMe controller: its vectors' rates and allowances, completions and reads in flight.
 fn nvme_inputs(
     knobs: &BTreeMap<IrqNum, Knob>,
@@ -396,87 +407,83 @@ impl GlobalModerator {
         let mut nic_at_limit = true;
         let mut nic_capped = false;
         for s in &srcs {
-            match knobs.get(&s.irq) {
-                Some(Knob::NicQueue {
-                    device, min_usecs, ..
-                }) => {
-                    let cur = self.delay.get(&s.irq).copied().unwrap_or(0.0);
-                    let dev_pps = pps.get(device.as_str()).copied().unwrap_or(0.0);
-                    let ceiling = dev_ceiling.get(device.as_str()).copied().unwrap_or(ceiling);
-                    let prog = |d: f64| {
-                        if d >= min {
-                            programmed_usecs(d, *min_usecs)
-                        } else {
-                            0
-                        }
-                    };
-                    let capped = s.allowance.is_some_and(|a| a < s.rate);
-                    if capped {
-                        if let Some(&(at, before)) = self.relaxed.get(&s.irq) {
-                            if period - at <= 10 {
-                                self.floor.insert(s.irq, (before, period, dev_pps));
-                            }
-                        }
-                    }
-                    if let Some(&(_, at, p)) = self.floor.get(&s.irq) {
-                        let moved = p > 0.0 && ((dev_pps - p) / p).abs() > FLOOR_RESET;
-                        if period - at > FLOOR_PERIODS || moved {
-                            self.floor.remove(&s.irq);
-                        }
-                    }
-                    let floor = self.floor.get(&s.irq).map_or(0.0, |f| f.0 as f64);
-                    // A holdoff of `d` spaces a queue's interrupts at least `d` apart beyond
-                    // its own gaps: rate ~ 1 / (1/r0 + d). Moving from rate `r` to `a` takes
-                    // `d + 1/a - 1/r` (at large delays the same as `d * r / a`).
-                    let towards = |a: f64| cur + 1e6 * (1.0 / a - 1.0 / s.rate.max(1.0));
-                    let next = match s.allowance {
-                        Some(a) if a > 0.0 && a < s.rate => {
-                            towards(a).max(cur).max(min).min(ceiling)
-                        }
-                        Some(a) if a <= 0.0 => ceiling,
-                        _ if reaim && cur > 0.0 && device_total > 0.0 && device_total < aim => {
-                            // The target rose: let every held queue up in proportion at once.
-                            towards(s.rate * aim / device_total)
-                                .max(0.0)
-                                .max(floor.min(cur))
-                        }
-                        // Under the band: a relax step, but never past the delay the rate
-                        // model gives for the aim (a whole step there overshoots the band
-                        // and the loop cycles across it).
-                        _ if relax => (cur * (1.0 - self.cfg.relax))
-                            .max(if device_total > 0.0 {
-                                towards(s.rate * aim / device_total).min(cur)
-                            } else {
-                                0.0
-                            })
-                            .max(floor.min(cur)),
-                        _ => cur.min(ceiling),
-                    };
-                    if capped {
-                        nic_capped = true;
-                        nic_at_limit &= next >= ceiling * 0.99;
-                    }
-                    if !capped && prog(next) < prog(cur) {
-                        self.relaxed.insert(s.irq, (period, prog(cur)));
-                    }
-                    if next >= min {
-                        self.delay.insert(s.irq, next);
-                        let share = s.rate
-                            / dev_rate
-                                .get(device.as_str())
-                                .copied()
-                                .unwrap_or(1.0)
-                                .max(1.0);
-                        let frames = (1.25 * next * dev_pps * share / 1e6).ceil();
-                        let frames = (frames.max(0.0) as u32)
-                            .clamp(self.cfg.rx_frames.min(MAX_FRAMES), MAX_FRAMES);
-                        self.frames.insert(s.irq, frames);
+            if let Some(Knob::NicQueue {
+                device, min_usecs, ..
+            }) = knobs.get(&s.irq)
+            {
+                let cur = self.delay.get(&s.irq).copied().unwrap_or(0.0);
+                let dev_pps = pps.get(device.as_str()).copied().unwrap_or(0.0);
+                let ceiling = dev_ceiling.get(device.as_str()).copied().unwrap_or(ceiling);
+                let prog = |d: f64| {
+                    if d >= min {
+                        programmed_usecs(d, *min_usecs)
                     } else {
-                        self.delay.remove(&s.irq);
-                        self.frames.remove(&s.irq);
+                        0
+                    }
+                };
+                let capped = s.allowance.is_some_and(|a| a < s.rate);
+                if capped {
+                    if let Some(&(at, before)) = self.relaxed.get(&s.irq) {
+                        if period - at <= 10 {
+                            self.floor.insert(s.irq, (before, period, dev_pps));
+                        }
                     }
                 }
-                _ => {}
+                if let Some(&(_, at, p)) = self.floor.get(&s.irq) {
+                    let moved = p > 0.0 && ((dev_pps - p) / p).abs() > FLOOR_RESET;
+                    if period - at > FLOOR_PERIODS || moved {
+                        self.floor.remove(&s.irq);
+                    }
+                }
+                let floor = self.floor.get(&s.irq).map_or(0.0, |f| f.0 as f64);
+                // A holdoff of `d` spaces a queue's interrupts at least `d` apart beyond
+                // its own gaps: rate ~ 1 / (1/r0 + d). Moving from rate `r` to `a` takes
+                // `d + 1/a - 1/r` (at large delays the same as `d * r / a`).
+                let towards = |a: f64| cur + 1e6 * (1.0 / a - 1.0 / s.rate.max(1.0));
+                let next = match s.allowance {
+                    Some(a) if a > 0.0 && a < s.rate => towards(a).max(cur).max(min).min(ceiling),
+                    Some(a) if a <= 0.0 => ceiling,
+                    _ if reaim && cur > 0.0 && device_total > 0.0 && device_total < aim => {
+                        // The target rose: let every held queue up in proportion at once.
+                        towards(s.rate * aim / device_total)
+                            .max(0.0)
+                            .max(floor.min(cur))
+                    }
+                    // Under the band: a relax step, but never past the delay the rate
+                    // model gives for the aim (a whole step there overshoots the band
+                    // and the loop cycles across it).
+                    _ if relax => (cur * (1.0 - self.cfg.relax))
+                        .max(if device_total > 0.0 {
+                            towards(s.rate * aim / device_total).min(cur)
+                        } else {
+                            0.0
+                        })
+                        .max(floor.min(cur)),
+                    _ => cur.min(ceiling),
+                };
+                if capped {
+                    nic_capped = true;
+                    nic_at_limit &= next >= ceiling * 0.99;
+                }
+                if !capped && prog(next) < prog(cur) {
+                    self.relaxed.insert(s.irq, (period, prog(cur)));
+                }
+                if next >= min {
+                    self.delay.insert(s.irq, next);
+                    let share = s.rate
+                        / dev_rate
+                            .get(device.as_str())
+                            .copied()
+                            .unwrap_or(1.0)
+                            .max(1.0);
+                    let frames = (1.25 * next * dev_pps * share / 1e6).ceil();
+                    let frames = (frames.max(0.0) as u32)
+                        .clamp(self.cfg.rx_frames.min(MAX_FRAMES), MAX_FRAMES);
+                    self.frames.insert(s.irq, frames);
+                } else {
+                    self.delay.remove(&s.irq);
+                    self.frames.remove(&s.irq);
+                }
             }
         }
         let inputs: Vec<CtrlInput> = nvme_in.into_values().collect();
@@ -537,15 +544,14 @@ impl GlobalModerator {
             let gap = (1.0 / r - cur * 1e-6).max(1e-9);
             1.0 / (gap + d * 1e-6)
         };
-        // Per NIC device: (rate at the ceiling, longest delay now, its queues' (rate, delay)).
-        let mut nic: BTreeMap<&str, (f64, f64, Vec<(f64, f64)>)> = BTreeMap::new();
+        let mut nic: BTreeMap<&str, NicDevice> = BTreeMap::new();
         for s in srcs {
             if let Some(Knob::NicQueue { device, .. }) = knobs.get(&s.irq) {
                 let cur = self.delay.get(&s.irq).copied().unwrap_or(0.0);
                 let e = nic.entry(device.as_str()).or_default();
-                e.0 += at(s.rate, cur, ceiling);
-                e.1 = e.1.max(cur);
-                e.2.push((s.rate, cur));
+                e.at_ceiling += at(s.rate, cur, ceiling);
+                e.longest = e.longest.max(cur);
+                e.queues.push((s.rate, cur));
             }
         }
         let mut nvme_least = 0.0;
@@ -564,21 +570,23 @@ impl GlobalModerator {
                 nvme_pays = NVME_TIMER_US;
             }
         }
-        let nic_least: f64 = nic.values().map(|d| d.0).sum();
-        let min = self.cfg.min_delay_us as f64;
+        // Every source at its least (NIC devices at the ceiling) still over the target: no
+        // device's holding is needed to reach it, whatever it holds.
+        let least: f64 = fixed_use + nvme_least + nic.values().map(|d| d.at_ceiling).sum::<f64>();
         let mut out = HashMap::new();
-        for (dev, (least, _, queues)) in &nic {
-            let rest = fixed_use + nvme_least + nic_least - least;
-            if rest + least <= target {
-                continue; // reachable: the device's share of the holding is needed
-            }
+        if least <= target {
+            return out;
+        }
+        let min = self.cfg.min_delay_us as f64;
+        for (dev, nd) in &nic {
             let others = nic
                 .iter()
                 .filter(|(d, _)| *d != dev)
-                .map(|(_, e)| e.1)
+                .map(|(_, e)| e.longest)
                 .fold(nvme_pays, f64::max);
             let d = others.max(min).min(ceiling);
-            let extra: f64 = queues
+            let extra: f64 = nd
+                .queues
                 .iter()
                 .map(|&(r, cur)| at(r, cur, d) - at(r, cur, ceiling))
                 .sum();
