@@ -126,6 +126,7 @@ enum Dir {
 #[derive(Clone, Debug, Default)]
 struct Acc {
     devices: BTreeMap<String, (f64, f64, f64, f64)>,
+    /// The highest interrupt rate in periods the fast loop was not at its limits.
     max_rate: f64,
     /// Periods, sum and sum of squares of the interrupt rate.
     rates: (f64, f64, f64),
@@ -142,7 +143,11 @@ struct Summary {
 
 impl Acc {
     fn add(&mut self, obs: &Observation) {
-        self.max_rate = self.max_rate.max(obs.rate);
+        // A rate over the target while every held source is at its limit is the target's
+        // being out of reach, not the platform collapsing: only periods with room count.
+        if !obs.at_limit {
+            self.max_rate = self.max_rate.max(obs.rate);
+        }
         self.rates.0 += 1.0;
         self.rates.1 += obs.rate;
         self.rates.2 += obs.rate * obs.rate;
@@ -722,11 +727,7 @@ impl KneeFinder {
         let (from, to) = (p.from, self.target);
         // Up is the risky direction (towards the cliff): any loss beyond the least effect
         // undoes it, significant or not; so does a rate the fast loop could not hold.
-        // A rate over a target that was out of reach before the step (the fast loop at its
-        // limits, the same rate at the old target) is not the step's doing: only a rate above
-        // both the new target and what the baseline made counts as not held.
-        let unheld = probe.max_rate > UNHELD * to.max(p.base.max_rate);
-        if p.dir == Dir::Up && (unheld || score < -MIN_EFFECT) {
+        if p.dir == Dir::Up && (probe.max_rate > UNHELD * to || score < -MIN_EFFECT) {
             verdict = Verdict::Worse;
         }
         // A restless rate at the old target is the cliff's edge: a step down that gains a
