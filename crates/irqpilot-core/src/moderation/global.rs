@@ -19,7 +19,9 @@
 //! 2. **Delay from allowance, by feedback**, each NIC queue's delay times `r_s / allowance`,
 //!    bounded by a ceiling derived from the target: `active queues / target` (no queue needs
 //!    more to meet a reachable target), itself bounded by the latency ceiling `delay_us`. When
-//!    even the ceiling cannot reach the target, the plan says so (`unreachable`).
+//!    even the ceiling cannot reach the target, the plan says so (`unreachable`). A NIC device
+//!    whose holding cannot bring the rest's least under the target (NVMe at its largest
+//!    thresholds) pays no longer delay than the rest does, when that adds little.
 //! 3. **NVMe on a coarse grid** (`global/nvme.rs`): feature 08h counts time in 100 us units and
 //!    thresholds in whole entries, one setting per controller. The threshold does the work and
 //!    never exceeds the reads a vector has in flight (else every read would wait for the

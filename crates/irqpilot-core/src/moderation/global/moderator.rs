@@ -7,7 +7,7 @@ use super::knee::{KneeFinder, Observation};
 use super::nic::{
     MAX_FRAMES, delay_params, holds, idle_params, knob_params, programmed_usecs, stricter,
 };
-use super::nvme::{CtrlInput, NvmeGrid};
+use super::nvme::{CtrlInput, NVME_TIMER_US, NvmeGrid, max_threshold};
 use super::{GlobalModerationConfig, Idle};
 use crate::ids::IrqNum;
 use crate::machine::Machine;
@@ -79,6 +79,68 @@ fn knob_key(k: &Knob) -> Option<String> {
         Knob::NvmeController { controller, .. } => Some(controller.clone()),
         Knob::Soft { .. } => None,
     }
+}
+
+/// One NIC device's queues, for the light-device rule.
+#[derive(Clone, Debug, Default)]
+struct NicDevice {
+    /// Interrupts/s its queues would make at the ceiling.
+    at_ceiling: f64,
+    /// The longest delay it imposes now, us.
+    longest: f64,
+    /// Per queue: rate and delay now.
+    queues: Vec<(f64, f64)>,
+}
+
+/// Per NVMe controller: its vectors' rates and allowances, completions and reads in flight.
+fn nvme_inputs(
+    knobs: &BTreeMap<IrqNum, Knob>,
+    srcs: &[Src],
+    rates: &Rates,
+) -> BTreeMap<String, CtrlInput> {
+    let mut nvme_in: BTreeMap<String, CtrlInput> = BTreeMap::new();
+    let mut nvme_active: BTreeMap<String, usize> = BTreeMap::new();
+    for s in srcs {
+        if let Some(Knob::NvmeController { controller, .. }) = knobs.get(&s.irq) {
+            let e = nvme_in
+                .entry(controller.clone())
+                .or_insert_with(|| CtrlInput {
+                    name: controller.clone(),
+                    rate: 0.0,
+                    allowance: None,
+                    completions: None,
+                    in_flight_per_vector: None,
+                });
+            e.rate += s.rate;
+            if let Some(a) = s.allowance {
+                e.allowance = Some(e.allowance.unwrap_or(0.0) + a);
+            }
+            if s.rate > 0.0 {
+                *nvme_active.entry(controller.clone()).or_default() += 1;
+            }
+        }
+    }
+    // Uncapped vectors of a capped controller keep their own rate as allowance.
+    for s in srcs {
+        if let (Some(Knob::NvmeController { controller, .. }), None) =
+            (knobs.get(&s.irq), s.allowance)
+        {
+            if let Some(e) = nvme_in.get_mut(controller) {
+                if let Some(a) = e.allowance.as_mut() {
+                    *a += s.rate;
+                }
+            }
+        }
+    }
+    for d in &rates.disks {
+        let Some(c) = d.nvme_controller.as_ref().and_then(|c| nvme_in.get_mut(c)) else {
+            continue;
+        };
+        c.completions = Some(c.completions.unwrap_or(0.0) + d.ios_per_sec);
+        let active = nvme_active.get(&c.name).copied().unwrap_or(1).max(1) as f64;
+        c.in_flight_per_vector = Some(c.in_flight_per_vector.unwrap_or(0.0) + d.in_flight / active);
+    }
+    nvme_in
 }
 
 /// An action sent (or refused), with the knob's reading when it was sent.
@@ -339,132 +401,90 @@ impl GlobalModerator {
             }
         }
         let relax = device_total < relax_below;
-        // Whether every NIC queue held back is at the ceiling already.
+        let nvme_in = nvme_inputs(knobs, &srcs, rates);
+        let dev_ceiling = self.light_devices(knobs, &srcs, &nvme_in, fixed_use, target, ceiling);
+        // Whether every NIC queue held back is at its ceiling already.
         let mut nic_at_limit = true;
         let mut nic_capped = false;
-        let mut nvme_in: BTreeMap<String, CtrlInput> = BTreeMap::new();
-        let mut nvme_active: BTreeMap<String, usize> = BTreeMap::new();
         for s in &srcs {
-            match knobs.get(&s.irq) {
-                Some(Knob::NvmeController { controller, .. }) => {
-                    let e = nvme_in
-                        .entry(controller.clone())
-                        .or_insert_with(|| CtrlInput {
-                            name: controller.clone(),
-                            rate: 0.0,
-                            allowance: None,
-                            completions: None,
-                            in_flight_per_vector: None,
-                        });
-                    e.rate += s.rate;
-                    if let Some(a) = s.allowance {
-                        e.allowance = Some(e.allowance.unwrap_or(0.0) + a);
-                    }
-                    if s.rate > 0.0 {
-                        *nvme_active.entry(controller.clone()).or_default() += 1;
-                    }
-                }
-                Some(Knob::NicQueue {
-                    device, min_usecs, ..
-                }) => {
-                    let cur = self.delay.get(&s.irq).copied().unwrap_or(0.0);
-                    let dev_pps = pps.get(device.as_str()).copied().unwrap_or(0.0);
-                    let prog = |d: f64| {
-                        if d >= min {
-                            programmed_usecs(d, *min_usecs)
-                        } else {
-                            0
-                        }
-                    };
-                    let capped = s.allowance.is_some_and(|a| a < s.rate);
-                    if capped {
-                        if let Some(&(at, before)) = self.relaxed.get(&s.irq) {
-                            if period - at <= 10 {
-                                self.floor.insert(s.irq, (before, period, dev_pps));
-                            }
-                        }
-                    }
-                    if let Some(&(_, at, p)) = self.floor.get(&s.irq) {
-                        let moved = p > 0.0 && ((dev_pps - p) / p).abs() > FLOOR_RESET;
-                        if period - at > FLOOR_PERIODS || moved {
-                            self.floor.remove(&s.irq);
-                        }
-                    }
-                    let floor = self.floor.get(&s.irq).map_or(0.0, |f| f.0 as f64);
-                    // A holdoff of `d` spaces a queue's interrupts at least `d` apart beyond
-                    // its own gaps: rate ~ 1 / (1/r0 + d). Moving from rate `r` to `a` takes
-                    // `d + 1/a - 1/r` (at large delays the same as `d * r / a`).
-                    let towards = |a: f64| cur + 1e6 * (1.0 / a - 1.0 / s.rate.max(1.0));
-                    let next = match s.allowance {
-                        Some(a) if a > 0.0 && a < s.rate => {
-                            towards(a).max(cur).max(min).min(ceiling)
-                        }
-                        Some(a) if a <= 0.0 => ceiling,
-                        _ if reaim && cur > 0.0 && device_total > 0.0 && device_total < aim => {
-                            // The target rose: let every held queue up in proportion at once.
-                            towards(s.rate * aim / device_total)
-                                .max(0.0)
-                                .max(floor.min(cur))
-                        }
-                        // Under the band: a relax step, but never past the delay the rate
-                        // model gives for the aim (a whole step there overshoots the band
-                        // and the loop cycles across it).
-                        _ if relax => (cur * (1.0 - self.cfg.relax))
-                            .max(if device_total > 0.0 {
-                                towards(s.rate * aim / device_total).min(cur)
-                            } else {
-                                0.0
-                            })
-                            .max(floor.min(cur)),
-                        _ => cur.min(ceiling),
-                    };
-                    if capped {
-                        nic_capped = true;
-                        nic_at_limit &= next >= ceiling * 0.99;
-                    }
-                    if !capped && prog(next) < prog(cur) {
-                        self.relaxed.insert(s.irq, (period, prog(cur)));
-                    }
-                    if next >= min {
-                        self.delay.insert(s.irq, next);
-                        let share = s.rate
-                            / dev_rate
-                                .get(device.as_str())
-                                .copied()
-                                .unwrap_or(1.0)
-                                .max(1.0);
-                        let frames = (1.25 * next * dev_pps * share / 1e6).ceil();
-                        let frames = (frames.max(0.0) as u32)
-                            .clamp(self.cfg.rx_frames.min(MAX_FRAMES), MAX_FRAMES);
-                        self.frames.insert(s.irq, frames);
-                    } else {
-                        self.delay.remove(&s.irq);
-                        self.frames.remove(&s.irq);
-                    }
-                }
-                _ => {}
-            }
-        }
-        // Uncapped vectors of a capped controller keep their own rate as allowance.
-        for s in &srcs {
-            if let (Some(Knob::NvmeController { controller, .. }), None) =
-                (knobs.get(&s.irq), s.allowance)
+            if let Some(Knob::NicQueue {
+                device, min_usecs, ..
+            }) = knobs.get(&s.irq)
             {
-                if let Some(e) = nvme_in.get_mut(controller) {
-                    if let Some(a) = e.allowance.as_mut() {
-                        *a += s.rate;
+                let cur = self.delay.get(&s.irq).copied().unwrap_or(0.0);
+                let dev_pps = pps.get(device.as_str()).copied().unwrap_or(0.0);
+                let ceiling = dev_ceiling.get(device.as_str()).copied().unwrap_or(ceiling);
+                let prog = |d: f64| {
+                    if d >= min {
+                        programmed_usecs(d, *min_usecs)
+                    } else {
+                        0
+                    }
+                };
+                let capped = s.allowance.is_some_and(|a| a < s.rate);
+                if capped {
+                    if let Some(&(at, before)) = self.relaxed.get(&s.irq) {
+                        if period - at <= 10 {
+                            self.floor.insert(s.irq, (before, period, dev_pps));
+                        }
                     }
                 }
+                if let Some(&(_, at, p)) = self.floor.get(&s.irq) {
+                    let moved = p > 0.0 && ((dev_pps - p) / p).abs() > FLOOR_RESET;
+                    if period - at > FLOOR_PERIODS || moved {
+                        self.floor.remove(&s.irq);
+                    }
+                }
+                let floor = self.floor.get(&s.irq).map_or(0.0, |f| f.0 as f64);
+                // A holdoff of `d` spaces a queue's interrupts at least `d` apart beyond
+                // its own gaps: rate ~ 1 / (1/r0 + d). Moving from rate `r` to `a` takes
+                // `d + 1/a - 1/r` (at large delays the same as `d * r / a`).
+                let towards = |a: f64| cur + 1e6 * (1.0 / a - 1.0 / s.rate.max(1.0));
+                let next = match s.allowance {
+                    Some(a) if a > 0.0 && a < s.rate => towards(a).max(cur).max(min).min(ceiling),
+                    Some(a) if a <= 0.0 => ceiling,
+                    _ if reaim && cur > 0.0 && device_total > 0.0 && device_total < aim => {
+                        // The target rose: let every held queue up in proportion at once.
+                        towards(s.rate * aim / device_total)
+                            .max(0.0)
+                            .max(floor.min(cur))
+                    }
+                    // Under the band: a relax step, but never past the delay the rate
+                    // model gives for the aim (a whole step there overshoots the band
+                    // and the loop cycles across it).
+                    _ if relax => (cur * (1.0 - self.cfg.relax))
+                        .max(if device_total > 0.0 {
+                            towards(s.rate * aim / device_total).min(cur)
+                        } else {
+                            0.0
+                        })
+                        .max(floor.min(cur)),
+                    _ => cur.min(ceiling),
+                };
+                if capped {
+                    nic_capped = true;
+                    nic_at_limit &= next >= ceiling * 0.99;
+                }
+                if !capped && prog(next) < prog(cur) {
+                    self.relaxed.insert(s.irq, (period, prog(cur)));
+                }
+                if next >= min {
+                    self.delay.insert(s.irq, next);
+                    let share = s.rate
+                        / dev_rate
+                            .get(device.as_str())
+                            .copied()
+                            .unwrap_or(1.0)
+                            .max(1.0);
+                    let frames = (1.25 * next * dev_pps * share / 1e6).ceil();
+                    let frames = (frames.max(0.0) as u32)
+                        .clamp(self.cfg.rx_frames.min(MAX_FRAMES), MAX_FRAMES);
+                    self.frames.insert(s.irq, frames);
+                } else {
+                    self.delay.remove(&s.irq);
+                    self.frames.remove(&s.irq);
+                }
             }
-        }
-        for d in &rates.disks {
-            let Some(c) = d.nvme_controller.as_ref().and_then(|c| nvme_in.get_mut(c)) else {
-                continue;
-            };
-            c.completions = Some(c.completions.unwrap_or(0.0) + d.ios_per_sec);
-            let active = nvme_active.get(&c.name).copied().unwrap_or(1).max(1) as f64;
-            c.in_flight_per_vector =
-                Some(c.in_flight_per_vector.unwrap_or(0.0) + d.in_flight / active);
         }
         let inputs: Vec<CtrlInput> = nvme_in.into_values().collect();
         let raised = reaim && target > self.cfg.min_intr_rate && device_total < aim;
@@ -498,6 +518,83 @@ impl GlobalModerator {
             notes.push(n);
         }
         notes
+    }
+
+    /// Ceilings for light NIC devices: a device the target is unreachable without (the rest,
+    /// each source at its least, plus this device at the ceiling still make more than the
+    /// target) gains the target nothing by paying the ceiling, while request/response traffic
+    /// pays every microsecond in transactions. Such a device pays no more than the rest does
+    /// (the NVMe timer of coalesced controllers, the delays of other NIC devices), provided
+    /// what that adds stays within half the hysteresis band. Devices absent from the map keep
+    /// `ceiling`.
+    fn light_devices(
+        &self,
+        knobs: &BTreeMap<IrqNum, Knob>,
+        srcs: &[Src],
+        nvme_in: &BTreeMap<String, CtrlInput>,
+        fixed_use: f64,
+        target: f64,
+        ceiling: f64,
+    ) -> HashMap<String, f64> {
+        // A queue making `r` at delay `cur` makes about this at delay `d` (rate model above).
+        let at = |r: f64, cur: f64, d: f64| {
+            if r <= 0.0 {
+                return 0.0;
+            }
+            let gap = (1.0 / r - cur * 1e-6).max(1e-9);
+            1.0 / (gap + d * 1e-6)
+        };
+        let mut nic: BTreeMap<&str, NicDevice> = BTreeMap::new();
+        for s in srcs {
+            if let Some(Knob::NicQueue { device, .. }) = knobs.get(&s.irq) {
+                let cur = self.delay.get(&s.irq).copied().unwrap_or(0.0);
+                let e = nic.entry(device.as_str()).or_default();
+                e.at_ceiling += at(s.rate, cur, ceiling);
+                e.longest = e.longest.max(cur);
+                e.queues.push((s.rate, cur));
+            }
+        }
+        let mut nvme_least = 0.0;
+        let mut nvme_pays: f64 = 0.0;
+        for c in nvme_in.values() {
+            let t = max_threshold(c);
+            // A controller at its largest threshold makes what it makes (its timer may fire
+            // before the threshold fills); below it, its completions over that threshold.
+            nvme_least += match c.completions {
+                Some(w) if c.in_flight_per_vector.is_some() && self.nvme.threshold(&c.name) < t => {
+                    c.rate.min(w / t as f64)
+                }
+                _ => c.rate,
+            };
+            if t >= 2 {
+                nvme_pays = NVME_TIMER_US;
+            }
+        }
+        // Every source at its least (NIC devices at the ceiling) still over the target: no
+        // device's holding is needed to reach it, whatever it holds.
+        let least: f64 = fixed_use + nvme_least + nic.values().map(|d| d.at_ceiling).sum::<f64>();
+        let mut out = HashMap::new();
+        if least <= target {
+            return out;
+        }
+        let min = self.cfg.min_delay_us as f64;
+        for (dev, nd) in &nic {
+            let others = nic
+                .iter()
+                .filter(|(d, _)| *d != dev)
+                .map(|(_, e)| e.longest)
+                .fold(nvme_pays, f64::max);
+            let d = others.max(min).min(ceiling);
+            let extra: f64 = nd
+                .queues
+                .iter()
+                .map(|&(r, cur)| at(r, cur, d) - at(r, cur, ceiling))
+                .sum();
+            if d < ceiling && extra <= target * self.cfg.hysteresis / 2.0 {
+                out.insert((*dev).to_string(), d);
+            }
+        }
+        out
     }
 
     /// Whether some NVMe controller is over its allowance this period.

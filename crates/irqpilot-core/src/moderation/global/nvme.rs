@@ -29,6 +29,9 @@ pub(crate) const DWELL: u64 = 5;
 const IN_FLIGHT_SHARE: f64 = 0.75;
 /// The largest threshold the field holds (0's based 8 bits).
 pub(crate) const MAX_THRESHOLD: u16 = 256;
+/// The aggregation time of a coalesced controller (one 100 us unit): the longest a completion
+/// waits for its interrupt.
+pub(crate) const NVME_TIMER_US: f64 = 100.0;
 /// Relative change of a controller's completions that voids a learned floor.
 const FLOOR_RESET: f64 = 0.25;
 
@@ -81,7 +84,7 @@ pub(crate) struct NvmeGrid {
 }
 
 /// The largest threshold a controller may use.
-fn max_threshold(c: &CtrlInput) -> u16 {
+pub(crate) fn max_threshold(c: &CtrlInput) -> u16 {
     match c.in_flight_per_vector {
         Some(q) if q.is_finite() => ((q * IN_FLIGHT_SHARE).floor() as u16).clamp(1, MAX_THRESHOLD),
         _ => 1,
