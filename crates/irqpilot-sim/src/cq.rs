@@ -223,16 +223,27 @@ impl Cq {
         if from >= self.tail {
             return None;
         }
-        // The batches from the one holding `from`: every question below starts there.
+        // The batches from the one holding `from`: every question below starts there. While a
+        // vector is armed `from` is the head, in the first pending batch.
         let pending = self.pending();
-        let rest = pending.get(locate(pending, from)..)?;
-        let first = rest.first()?.land(from).max(arm);
+        let rest = match pending.first() {
+            Some(b) if from <= b.last_seq() => pending,
+            _ => pending.get(locate(pending, from)..)?,
+        };
+        let b0 = rest.first()?;
+        let first = b0.land(from).max(arm);
+        let tail = self.tail;
         let nth = |k: u64| -> Option<SimTime> {
             let seq = from + k.checked_sub(1)?;
-            if seq >= self.tail {
+            if seq >= tail {
                 return None;
             }
-            rest.get(locate(rest, seq)).map(|b| b.land(seq).max(arm))
+            let b = if seq <= b0.last_seq() {
+                b0
+            } else {
+                rest.get(locate(rest, seq))?
+            };
+            Some(b.land(seq).max(arm))
         };
         let min_opt = |a: SimTime, b: Option<SimTime>| b.map_or(a, |b| a.min(b));
         Some(match *m {
@@ -280,10 +291,13 @@ impl Cq {
 fn locate(batches: &[Batch], seq: u64) -> usize {
     // Most queries are about the oldest pending entries (the head, a frame threshold a few
     // batches on): a short walk from the front beats a binary search over the ring.
-    for (i, b) in batches.iter().take(4).enumerate() {
-        if seq <= b.last_seq() {
+    let near = batches.len().min(4);
+    let mut i = 0;
+    while i < near {
+        if seq <= batches[i].last_seq() {
             return i;
         }
+        i += 1;
     }
     batches.partition_point(|b| b.last_seq() < seq)
 }

@@ -143,18 +143,18 @@ impl Sim {
         if !src.armed || src.gsim_masked {
             return; // a masked vector latches; unmasking reschedules it
         }
-        let (arm, m, mt, last) = (src.arm_time, src.moder, src.moder_tx, src.last_irq);
+        let (arm, last) = (src.arm_time, src.last_irq);
         let t = match src.dev {
             Dev::Nic(q) => {
                 let nq = &self.nq[q as usize];
-                let a = nq.rx.fire_time(src.from[0], arm, &m, last);
-                let b = nq.tx.fire_time(src.from[1], arm, &mt, last);
+                let a = nq.rx.fire_time(src.from[0], arm, &src.moder, last);
+                let b = nq.tx.fire_time(src.from[1], arm, &src.moder_tx, last);
                 match (a, b) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 }
             }
-            Dev::Nvme(q) => self.vq[q as usize].cq.fire_time(src.from[0], arm, &m, last),
+            Dev::Nvme(q) => self.vq[q as usize].cq.fire_time(src.from[0], arm, &src.moder, last),
         };
         let now = self.now;
         let src = &mut self.srcs[s as usize];
