@@ -280,12 +280,19 @@ impl Sim {
                     *counts = aim::Counts::default();
                 }
                 let nq = &mut self.nq[q as usize];
-                if !nq.napi_scheduled {
+                let c = &mut self.cpus[cpu as usize];
+                if !nq.napi_scheduled && c.soft.is_none() && c.poll_list.is_empty() {
+                    // Onto an empty poll list and straight off it: poll the queue now.
                     nq.napi_scheduled = true;
-                    self.cpus[cpu as usize].poll_list.push_back(q);
-                }
-                if self.cpus[cpu as usize].soft.is_none() {
-                    self.start_poll(cpu as usize);
+                    self.poll_queue(cpu as usize, q);
+                } else {
+                    if !nq.napi_scheduled {
+                        nq.napi_scheduled = true;
+                        c.poll_list.push_back(q);
+                    }
+                    if c.soft.is_none() {
+                        self.start_poll(cpu as usize);
+                    }
                 }
             }
             Dev::Nvme(q) => {
@@ -376,10 +383,14 @@ impl Sim {
     // ----- softirq (NAPI) ----------------------------------------------------------------
 
     fn start_poll(&mut self, cpu: usize) {
+        if let Some(q) = self.cpus[cpu].poll_list.pop_front() {
+            self.poll_queue(cpu, q);
+        }
+    }
+
+    /// Starts the NAPI poll of queue `q` on `cpu` (its softirq is idle).
+    fn poll_queue(&mut self, cpu: usize, q: u32) {
         let now = self.now;
-        let Some(q) = self.cpus[cpu].poll_list.pop_front() else {
-            return;
-        };
         let nq = &self.nq[q as usize];
         let rx = nq.rx.landed_up_to(now, self.k.napi_weight);
         let tx = nq.tx.landed(now);

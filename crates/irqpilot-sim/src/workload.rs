@@ -240,13 +240,13 @@ impl Sim {
             chunk,
             rtt_ns: rtt,
             jitter_ns,
+            stop_ns: stop,
             ..
         }) = w.bulk
         else {
             return;
         };
         let f = &mut w.flows[flow as usize];
-        let stop = w.bulk.map_or(u64::MAX, |b| b.stop_ns);
         while f.inflight + chunk <= window {
             let send = ack_at.max(f.next_send);
             if send.ns() >= stop {
