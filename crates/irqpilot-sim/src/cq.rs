@@ -266,6 +266,17 @@ impl Cq {
                 frames,
                 cqe: true,
             } => {
+                // Entries of the first batch further apart than the timer, `from` not its last
+                // and landing after the arm: the timer fires `u` after it, before the next
+                // entry lands (so before any frame threshold past `from` itself).
+                if usecs_ns != 0
+                    && frames != 1
+                    && (b0.spacing_ns as u64) > usecs_ns
+                    && from < b0.last_seq()
+                    && b0.land(from) >= arm
+                {
+                    return Some(first.after(usecs_ns));
+                }
                 let by_frames = nth(frames as u64);
                 if usecs_ns == 0 {
                     min_opt(first, by_frames)
@@ -480,6 +491,28 @@ mod tests {
             ),
             Some(t(101))
         );
+        // Entries further apart than the CQE timer: it fires after the first one, whatever the
+        // frame threshold; armed after that entry landed, it counts from the arm time.
+        let mut sparse = Cq::new(64);
+        sparse.push(t(10), 5_000, 4, 1500, EntryKind::Rx, NO_TAG, 0);
+        for (frames, arm, want) in [
+            (32, z, 13),
+            (0, z, 13),
+            (2, z, 13),
+            (1, z, 10),
+            (32, t(11), 14),
+        ] {
+            let m = HwMod::Timer {
+                usecs_ns: 3_000,
+                frames,
+                cqe: true,
+            };
+            assert_eq!(
+                sparse.fire_time(0, arm, &m, z),
+                Some(t(want)),
+                "frames {frames}"
+            );
+        }
         // Entries landed before arming count from the arm time.
         assert_eq!(c.fire_time(0, t(30), &HwMod::Immediate, z), Some(t(30)));
         assert_eq!(c.fire_time(4, z, &HwMod::Immediate, z), Some(t(50)));

@@ -154,7 +154,9 @@ impl Sim {
                     (a, b) => a.or(b),
                 }
             }
-            Dev::Nvme(q) => self.vq[q as usize].cq.fire_time(src.from[0], arm, &src.moder, last),
+            Dev::Nvme(q) => self.vq[q as usize]
+                .cq
+                .fire_time(src.from[0], arm, &src.moder, last),
         };
         let now = self.now;
         let src = &mut self.srcs[s as usize];
