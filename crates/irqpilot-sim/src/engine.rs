@@ -128,7 +128,7 @@ impl<E: Copy> EventQueue<E> {
         let k = key(time.0, self.seq);
         let slot_no = (time.0 / SLOT_NS).max(self.base);
         if slot_no - self.base >= SLOTS as u64 {
-            self.far.push(Reverse(Far { key: k, ev }));
+            self.push_far(k, ev);
             return;
         }
         let s = (slot_no % SLOTS as u64) as usize;
@@ -154,6 +154,14 @@ impl<E: Copy> EventQueue<E> {
         self.words[w] |= bit;
         self.summary |= 1 << w;
         self.in_wheel += 1;
+    }
+
+    /// An event beyond the window, into the overflow heap (rare: kept out of `push`, whose
+    /// hot path then needs fewer registers).
+    #[cold]
+    #[inline(never)]
+    fn push_far(&mut self, key: Key, ev: E) {
+        self.far.push(Reverse(Far { key, ev }));
     }
 
     /// The first occupied slot at or after the window's start, in window order.

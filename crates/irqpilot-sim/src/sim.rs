@@ -121,6 +121,7 @@ impl Sim {
     // ----- interrupt sources -------------------------------------------------------------
 
     /// The driver re-enables the vector (NAPI complete, NVMe CQ doorbell).
+    #[inline]
     pub(crate) fn rearm(&mut self, s: u32) {
         let (r0, r1) = self.ring_heads(s);
         let src = &mut self.srcs[s as usize];
