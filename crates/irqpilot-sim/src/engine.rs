@@ -264,7 +264,11 @@ impl<E: Copy> EventQueue<E> {
     #[cold]
     #[inline(never)]
     fn pop_far(&mut self, until: SimTime) -> Option<(SimTime, E)> {
-        if self.far.peek().is_none_or(|Reverse(f)| time_of(f.key) > until.0) {
+        if self
+            .far
+            .peek()
+            .is_none_or(|Reverse(f)| time_of(f.key) > until.0)
+        {
             return None;
         }
         let Reverse(f) = self.far.pop()?;
