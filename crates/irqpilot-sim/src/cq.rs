@@ -260,13 +260,7 @@ impl Cq {
     }
 
     /// [`Cq::fire_time`] by walking the batches (`from` at or past the head, before the tail).
-    fn fire_time_scan(
-        &self,
-        from: u64,
-        arm: SimTime,
-        m: &HwMod,
-        last_irq: SimTime,
-    ) -> Option<SimTime> {
+    fn fire_time_scan(&self, from: u64, arm: SimTime, m: &HwMod, last: SimTime) -> Option<SimTime> {
         // The batches from the one holding `from`: every question below starts there. While a
         // vector is armed `from` is the head, in the first pending batch.
         let pending = self.pending();
@@ -292,7 +286,7 @@ impl Cq {
         let min_opt = |a: SimTime, b: Option<SimTime>| b.map_or(a, |b| a.min(b));
         Some(match *m {
             HwMod::Immediate => first,
-            HwMod::Holdoff { interval_ns } => first.max(last_irq.after(interval_ns)),
+            HwMod::Holdoff { interval_ns } => first.max(last.after(interval_ns)),
             HwMod::Timer {
                 usecs_ns,
                 frames,
