@@ -212,6 +212,11 @@ impl Cq {
     /// The time the device's moderation would raise an interrupt, counting entries from `from`
     /// (entries that landed before `arm` count as landing at `arm`). `None` when no entry is
     /// pending.
+    ///
+    /// Inlined into the caller for the two answers a re-armed NIC vector mostly gets (from the
+    /// first pending batch, which holds the head while the vector is armed); the rest of the
+    /// cases are in [`Cq::fire_time_scan`].
+    #[inline(always)]
     pub(crate) fn fire_time(
         &self,
         from: u64,
@@ -223,21 +228,65 @@ impl Cq {
         if from >= self.tail {
             return None;
         }
-        // The batches from the one holding `from`: every question below starts there.
+        if let (
+            Some(b0),
+            HwMod::Timer {
+                usecs_ns,
+                frames,
+                cqe,
+            },
+        ) = (self.batches.get(self.front), *m)
+        {
+            if usecs_ns != 0 && from <= b0.last_seq() {
+                let land = b0.land(from);
+                if cqe {
+                    // Entries further apart than the timer, `from` not the batch's last and
+                    // landing after the arm: the timer fires `u` after it, before the next
+                    // entry lands (so before any frame threshold but one of 1).
+                    if frames != 1
+                        && (b0.spacing_ns as u64) > usecs_ns
+                        && from < b0.last_seq()
+                        && land >= arm
+                    {
+                        return Some(land.after(usecs_ns));
+                    }
+                } else if frames == 0 || from + (frames as u64 - 1) >= self.tail {
+                    // EQE mode with the frame threshold beyond the ring: the timer decides.
+                    return Some(land.max(arm).after(usecs_ns));
+                }
+            }
+        }
+        self.fire_time_scan(from, arm, m, last_irq)
+    }
+
+    /// [`Cq::fire_time`] by walking the batches (`from` at or past the head, before the tail).
+    fn fire_time_scan(&self, from: u64, arm: SimTime, m: &HwMod, last: SimTime) -> Option<SimTime> {
+        // The batches from the one holding `from`: every question below starts there. While a
+        // vector is armed `from` is the head, in the first pending batch.
         let pending = self.pending();
-        let rest = pending.get(locate(pending, from)..)?;
-        let first = rest.first()?.land(from).max(arm);
+        let rest = match pending.first() {
+            Some(b) if from <= b.last_seq() => pending,
+            _ => pending.get(locate(pending, from)..)?,
+        };
+        let b0 = rest.first()?;
+        let first = b0.land(from).max(arm);
+        let tail = self.tail;
         let nth = |k: u64| -> Option<SimTime> {
             let seq = from + k.checked_sub(1)?;
-            if seq >= self.tail {
+            if seq >= tail {
                 return None;
             }
-            rest.get(locate(rest, seq)).map(|b| b.land(seq).max(arm))
+            let b = if seq <= b0.last_seq() {
+                b0
+            } else {
+                rest.get(locate(rest, seq))?
+            };
+            Some(b.land(seq).max(arm))
         };
         let min_opt = |a: SimTime, b: Option<SimTime>| b.map_or(a, |b| a.min(b));
         Some(match *m {
             HwMod::Immediate => first,
-            HwMod::Holdoff { interval_ns } => first.max(last_irq.after(interval_ns)),
+            HwMod::Holdoff { interval_ns } => first.max(last.after(interval_ns)),
             HwMod::Timer {
                 usecs_ns,
                 frames,
@@ -280,10 +329,13 @@ impl Cq {
 fn locate(batches: &[Batch], seq: u64) -> usize {
     // Most queries are about the oldest pending entries (the head, a frame threshold a few
     // batches on): a short walk from the front beats a binary search over the ring.
-    for (i, b) in batches.iter().take(4).enumerate() {
-        if seq <= b.last_seq() {
+    let near = batches.len().min(4);
+    let mut i = 0;
+    while i < near {
+        if seq <= batches[i].last_seq() {
             return i;
         }
+        i += 1;
     }
     batches.partition_point(|b| b.last_seq() < seq)
 }
@@ -466,6 +518,28 @@ mod tests {
             ),
             Some(t(101))
         );
+        // Entries further apart than the CQE timer: it fires after the first one, whatever the
+        // frame threshold; armed after that entry landed, it counts from the arm time.
+        let mut sparse = Cq::new(64);
+        sparse.push(t(10), 5_000, 4, 1500, EntryKind::Rx, NO_TAG, 0);
+        for (frames, arm, want) in [
+            (32, z, 13),
+            (0, z, 13),
+            (2, z, 13),
+            (1, z, 10),
+            (32, t(11), 14),
+        ] {
+            let m = HwMod::Timer {
+                usecs_ns: 3_000,
+                frames,
+                cqe: true,
+            };
+            assert_eq!(
+                sparse.fire_time(0, arm, &m, z),
+                Some(t(want)),
+                "frames {frames}"
+            );
+        }
         // Entries landed before arming count from the arm time.
         assert_eq!(c.fire_time(0, t(30), &HwMod::Immediate, z), Some(t(30)));
         assert_eq!(c.fire_time(4, z, &HwMod::Immediate, z), Some(t(50)));

@@ -128,7 +128,7 @@ impl<E: Copy> EventQueue<E> {
         let k = key(time.0, self.seq);
         let slot_no = (time.0 / SLOT_NS).max(self.base);
         if slot_no - self.base >= SLOTS as u64 {
-            self.far.push(Reverse(Far { key: k, ev }));
+            self.push_far(k, ev);
             return;
         }
         let s = (slot_no % SLOTS as u64) as usize;
@@ -154,6 +154,14 @@ impl<E: Copy> EventQueue<E> {
         self.words[w] |= bit;
         self.summary |= 1 << w;
         self.in_wheel += 1;
+    }
+
+    /// An event beyond the window, into the overflow heap (rare: kept out of `push`, whose
+    /// hot path then needs fewer registers).
+    #[cold]
+    #[inline(never)]
+    fn push_far(&mut self, key: Key, ev: E) {
+        self.far.push(Reverse(Far { key, ev }));
     }
 
     /// The first occupied slot at or after the window's start, in window order.
@@ -225,47 +233,53 @@ impl<E: Copy> EventQueue<E> {
 
     /// Removes the next event if it is due at or before `until`.
     pub fn pop_until(&mut self, until: SimTime) -> Option<(SimTime, E)> {
-        let w = self.wheel_min();
-        let from_far = match (&w, self.far.peek()) {
-            (Some((a, ..)), Some(Reverse(b))) => b.key < *a,
-            (None, Some(_)) => true,
-            _ => false,
-        };
-        let next = if from_far {
-            self.far.peek().map(|Reverse(f)| f.key)
-        } else {
-            w.map(|(k, ..)| k)
-        };
-        if next.is_none_or(|k| time_of(k) > until.0) {
+        if let Some((k, s, i, prev)) = self.wheel_min() {
+            if self.far.peek().is_none_or(|Reverse(f)| f.key > k) {
+                if time_of(k) > until.0 {
+                    return None;
+                }
+                let node = self.nodes.get_mut(i as usize)?;
+                let (next, ev) = (node.next, node.ev);
+                node.next = self.free;
+                self.free = i;
+                match self.nodes.get_mut(prev as usize) {
+                    Some(p) => p.next = next,
+                    None => self.heads[s] = next,
+                }
+                if self.heads[s] == NIL {
+                    let (w, bit) = word_bit(s);
+                    self.words[w] &= !bit;
+                    if self.words[w] == 0 {
+                        self.summary &= !(1 << w);
+                    }
+                }
+                self.in_wheel -= 1;
+                return Some(self.handed_out(k, ev));
+            }
+        }
+        self.pop_far(until)
+    }
+
+    /// The overflow heap's top, if it is the next event and due by `until`.
+    #[cold]
+    #[inline(never)]
+    fn pop_far(&mut self, until: SimTime) -> Option<(SimTime, E)> {
+        if self
+            .far
+            .peek()
+            .is_none_or(|Reverse(f)| time_of(f.key) > until.0)
+        {
             return None;
         }
-        let (k, ev) = if from_far {
-            let Reverse(f) = self.far.pop()?;
-            (f.key, f.ev)
-        } else {
-            let (k, s, i, prev) = w?;
-            let node = self.nodes.get_mut(i as usize)?;
-            let (next, ev) = (node.next, node.ev);
-            node.next = self.free;
-            self.free = i;
-            match self.nodes.get_mut(prev as usize) {
-                Some(p) => p.next = next,
-                None => self.heads[s] = next,
-            }
-            if self.heads[s] == NIL {
-                let (w, bit) = word_bit(s);
-                self.words[w] &= !bit;
-                if self.words[w] == 0 {
-                    self.summary &= !(1 << w);
-                }
-            }
-            self.in_wheel -= 1;
-            (k, ev)
-        };
+        let Reverse(f) = self.far.pop()?;
+        Some(self.handed_out(f.key, f.ev))
+    }
+
+    /// Counts an event handed out and moves the window's start to its slot (never back).
+    fn handed_out(&mut self, k: Key, ev: E) -> (SimTime, E) {
         self.popped += 1;
-        // The window starts at the slot of the event handed out (never moving back).
         self.base = self.base.max(time_of(k) / SLOT_NS);
-        Some((SimTime(time_of(k)), ev))
+        (SimTime(time_of(k)), ev)
     }
 
     /// Events waiting.

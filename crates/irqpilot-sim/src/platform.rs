@@ -83,6 +83,7 @@ impl MsiPlatform {
     }
 
     /// Records an MSI write at `now`; returns the delay until it reaches the CPU.
+    #[inline]
     pub(crate) fn msi(&mut self, now: SimTime) -> u64 {
         self.advance(now);
         self.counts[(self.head % BUCKETS as u64) as usize] += 1;

@@ -121,6 +121,7 @@ impl Sim {
     // ----- interrupt sources -------------------------------------------------------------
 
     /// The driver re-enables the vector (NAPI complete, NVMe CQ doorbell).
+    #[inline]
     pub(crate) fn rearm(&mut self, s: u32) {
         let (r0, r1) = self.ring_heads(s);
         let src = &mut self.srcs[s as usize];
@@ -143,18 +144,20 @@ impl Sim {
         if !src.armed || src.gsim_masked {
             return; // a masked vector latches; unmasking reschedules it
         }
-        let (arm, m, mt, last) = (src.arm_time, src.moder, src.moder_tx, src.last_irq);
+        let (arm, last) = (src.arm_time, src.last_irq);
         let t = match src.dev {
             Dev::Nic(q) => {
                 let nq = &self.nq[q as usize];
-                let a = nq.rx.fire_time(src.from[0], arm, &m, last);
-                let b = nq.tx.fire_time(src.from[1], arm, &mt, last);
+                let a = nq.rx.fire_time(src.from[0], arm, &src.moder, last);
+                let b = nq.tx.fire_time(src.from[1], arm, &src.moder_tx, last);
                 match (a, b) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 }
             }
-            Dev::Nvme(q) => self.vq[q as usize].cq.fire_time(src.from[0], arm, &m, last),
+            Dev::Nvme(q) => self.vq[q as usize]
+                .cq
+                .fire_time(src.from[0], arm, &src.moder, last),
         };
         let now = self.now;
         let src = &mut self.srcs[s as usize];
@@ -280,12 +283,19 @@ impl Sim {
                     *counts = aim::Counts::default();
                 }
                 let nq = &mut self.nq[q as usize];
-                if !nq.napi_scheduled {
+                let c = &mut self.cpus[cpu as usize];
+                if !nq.napi_scheduled && c.soft.is_none() && c.poll_list.is_empty() {
+                    // Onto an empty poll list and straight off it: poll the queue now.
                     nq.napi_scheduled = true;
-                    self.cpus[cpu as usize].poll_list.push_back(q);
-                }
-                if self.cpus[cpu as usize].soft.is_none() {
-                    self.start_poll(cpu as usize);
+                    self.poll_queue(cpu as usize, q);
+                } else {
+                    if !nq.napi_scheduled {
+                        nq.napi_scheduled = true;
+                        c.poll_list.push_back(q);
+                    }
+                    if c.soft.is_none() {
+                        self.start_poll(cpu as usize);
+                    }
                 }
             }
             Dev::Nvme(q) => {
@@ -376,10 +386,14 @@ impl Sim {
     // ----- softirq (NAPI) ----------------------------------------------------------------
 
     fn start_poll(&mut self, cpu: usize) {
+        if let Some(q) = self.cpus[cpu].poll_list.pop_front() {
+            self.poll_queue(cpu, q);
+        }
+    }
+
+    /// Starts the NAPI poll of queue `q` on `cpu` (its softirq is idle).
+    fn poll_queue(&mut self, cpu: usize, q: u32) {
         let now = self.now;
-        let Some(q) = self.cpus[cpu].poll_list.pop_front() else {
-            return;
-        };
         let nq = &self.nq[q as usize];
         let rx = nq.rx.landed_up_to(now, self.k.napi_weight);
         let tx = nq.tx.landed(now);

@@ -240,13 +240,13 @@ impl Sim {
             chunk,
             rtt_ns: rtt,
             jitter_ns,
+            stop_ns: stop,
             ..
         }) = w.bulk
         else {
             return;
         };
         let f = &mut w.flows[flow as usize];
-        let stop = w.bulk.map_or(u64::MAX, |b| b.stop_ns);
         while f.inflight + chunk <= window {
             let send = ack_at.max(f.next_send);
             if send.ns() >= stop {
@@ -267,7 +267,13 @@ impl Sim {
     /// The receiver consumed `bytes` of a flow: the ACK goes back and frees window.
     pub(crate) fn flow_consumed(&mut self, wl: u16, flow: u32, bytes: u64) {
         let wi = wl as usize;
-        let Some(rtt) = self.wls[wi].bulk.map(|b| b.rtt_ns) else {
+        let Some(BulkParams {
+            rtt_ns: rtt,
+            window,
+            chunk,
+            ..
+        }) = self.wls[wi].bulk
+        else {
             return;
         };
         let Some(f) = self.wls[wi].flows.get_mut(flow as usize) else {
@@ -275,6 +281,9 @@ impl Sim {
         };
         f.inflight = f.inflight.saturating_sub(bytes);
         f.delivered += bytes;
+        if f.inflight + chunk > window {
+            return; // the window is still too full for a chunk: nothing to send
+        }
         let ack_at = self.now.after(rtt / 2);
         self.flow_send(wl, flow, ack_at);
     }
