@@ -1,0 +1,151 @@
+//! Per-device inputs of one control period: the NVMe controllers' rates, allowances and reads
+//! in flight, and the light-device rule (a NIC device beside a rest that cannot reach the target
+//! pays no longer delay than that rest).
+
+use super::{GlobalModerator, Src};
+use crate::ids::IrqNum;
+use crate::moderation::global::nvme::{CtrlInput, NVME_TIMER_US, max_threshold};
+use crate::moderation::knobs::Knob;
+use crate::rates::Rates;
+use std::collections::{BTreeMap, HashMap};
+
+/// One NIC device's queues, for the light-device rule.
+#[derive(Clone, Debug, Default)]
+struct NicDevice {
+    /// Interrupts/s its queues would make at the ceiling.
+    at_ceiling: f64,
+    /// The longest delay it imposes now, us.
+    longest: f64,
+    /// Per queue: rate and delay now.
+    queues: Vec<(f64, f64)>,
+}
+
+/// Per NVMe controller: its vectors' rates and allowances, completions and reads in flight.
+pub(super) fn nvme_inputs(
+    knobs: &BTreeMap<IrqNum, Knob>,
+    srcs: &[Src],
+    rates: &Rates,
+) -> BTreeMap<String, CtrlInput> {
+    let mut nvme_in: BTreeMap<String, CtrlInput> = BTreeMap::new();
+    let mut nvme_active: BTreeMap<String, usize> = BTreeMap::new();
+    for s in srcs {
+        if let Some(Knob::NvmeController { controller, .. }) = knobs.get(&s.irq) {
+            let e = nvme_in
+                .entry(controller.clone())
+                .or_insert_with(|| CtrlInput {
+                    name: controller.clone(),
+                    rate: 0.0,
+                    allowance: None,
+                    completions: None,
+                    in_flight_per_vector: None,
+                });
+            e.rate += s.rate;
+            if let Some(a) = s.allowance {
+                e.allowance = Some(e.allowance.unwrap_or(0.0) + a);
+            }
+            if s.rate > 0.0 {
+                *nvme_active.entry(controller.clone()).or_default() += 1;
+            }
+        }
+    }
+    // Uncapped vectors of a capped controller keep their own rate as allowance.
+    for s in srcs {
+        if let (Some(Knob::NvmeController { controller, .. }), None) =
+            (knobs.get(&s.irq), s.allowance)
+        {
+            if let Some(e) = nvme_in.get_mut(controller) {
+                if let Some(a) = e.allowance.as_mut() {
+                    *a += s.rate;
+                }
+            }
+        }
+    }
+    for d in &rates.disks {
+        let Some(c) = d.nvme_controller.as_ref().and_then(|c| nvme_in.get_mut(c)) else {
+            continue;
+        };
+        c.completions = Some(c.completions.unwrap_or(0.0) + d.ios_per_sec);
+        let active = nvme_active.get(&c.name).copied().unwrap_or(1).max(1) as f64;
+        c.in_flight_per_vector = Some(c.in_flight_per_vector.unwrap_or(0.0) + d.in_flight / active);
+    }
+    nvme_in
+}
+
+impl GlobalModerator {
+    /// Ceilings for light NIC devices: a device the target is unreachable without (the rest,
+    /// each source at its least, plus this device at the ceiling still make more than the
+    /// target) gains the target nothing by paying the ceiling, while request/response traffic
+    /// pays every microsecond in transactions. Such a device pays no more than the rest does
+    /// (the NVMe timer of coalesced controllers, the delays of other NIC devices), provided
+    /// what that adds stays within half the hysteresis band. Devices absent from the map keep
+    /// `ceiling`.
+    pub(super) fn light_devices(
+        &self,
+        knobs: &BTreeMap<IrqNum, Knob>,
+        srcs: &[Src],
+        nvme_in: &BTreeMap<String, CtrlInput>,
+        fixed_use: f64,
+        target: f64,
+        ceiling: f64,
+    ) -> HashMap<String, f64> {
+        // A queue making `r` at delay `cur` makes about this at delay `d` (rate model above).
+        let at = |r: f64, cur: f64, d: f64| {
+            if r <= 0.0 {
+                return 0.0;
+            }
+            let gap = (1.0 / r - cur * 1e-6).max(1e-9);
+            1.0 / (gap + d * 1e-6)
+        };
+        let mut nic: BTreeMap<&str, NicDevice> = BTreeMap::new();
+        for s in srcs {
+            if let Some(Knob::NicQueue { device, .. }) = knobs.get(&s.irq) {
+                let cur = self.delay.get(&s.irq).copied().unwrap_or(0.0);
+                let e = nic.entry(device.as_str()).or_default();
+                e.at_ceiling += at(s.rate, cur, ceiling);
+                e.longest = e.longest.max(cur);
+                e.queues.push((s.rate, cur));
+            }
+        }
+        let mut nvme_least = 0.0;
+        let mut nvme_pays: f64 = 0.0;
+        for c in nvme_in.values() {
+            let t = max_threshold(c);
+            // A controller at its largest threshold makes what it makes (its timer may fire
+            // before the threshold fills); below it, its completions over that threshold.
+            nvme_least += match c.completions {
+                Some(w) if c.in_flight_per_vector.is_some() && self.nvme.threshold(&c.name) < t => {
+                    c.rate.min(w / t as f64)
+                }
+                _ => c.rate,
+            };
+            if t >= 2 {
+                nvme_pays = NVME_TIMER_US;
+            }
+        }
+        // Every source at its least (NIC devices at the ceiling) still over the target: no
+        // device's holding is needed to reach it, whatever it holds.
+        let least: f64 = fixed_use + nvme_least + nic.values().map(|d| d.at_ceiling).sum::<f64>();
+        let mut out = HashMap::new();
+        if least <= target {
+            return out;
+        }
+        let min = self.cfg.min_delay_us as f64;
+        for (dev, nd) in &nic {
+            let others = nic
+                .iter()
+                .filter(|(d, _)| *d != dev)
+                .map(|(_, e)| e.longest)
+                .fold(nvme_pays, f64::max);
+            let d = others.max(min).min(ceiling);
+            let extra: f64 = nd
+                .queues
+                .iter()
+                .map(|&(r, cur)| at(r, cur, d) - at(r, cur, ceiling))
+                .sum();
+            if d < ceiling && extra <= target * self.cfg.hysteresis / 2.0 {
+                out.insert((*dev).to_string(), d);
+            }
+        }
+        out
+    }
+}
