@@ -50,6 +50,32 @@ fn replace_atomically(path: &Path, text: &str) -> io::Result<()> {
     result
 }
 
+/// Swaps the files at `a` and `b` in one step (`renameat2(2)` with `RENAME_EXCHANGE`): both
+/// names exist throughout, and whatever was at `b` is afterwards at `a`, where the caller can
+/// look at it. The twin's exported tree puts its own text in place this way, so that a file an
+/// outside tool put there a moment earlier is never lost unseen. Filesystems without the
+/// exchange answer `EINVAL` (and old kernels `ENOSYS`).
+pub fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let a = std::ffi::CString::new(a.as_os_str().as_bytes())?;
+    let b = std::ffi::CString::new(b.as_os_str().as_bytes())?;
+    // SAFETY: two NUL-terminated paths that outlive the call; no memory is handed over.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// File the digital twin writes at the top of its exported tree once the tree is whole (its
 /// content is the twin's pid): the tree's kernel is the simulator, alive while that pid is.
 pub const TWIN_READY_FILE: &str = ".irqpilot-twin-ready";

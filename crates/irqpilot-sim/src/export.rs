@@ -23,7 +23,11 @@
 //!    the old text back); last, the step counter [`STEP_FILE`], so a writer can wait until its
 //!    writes were taken and then read them back. Each file is written under a temporary name and
 //!    renamed over the old one, so a reader sees the whole old file or the whole new one, never
-//!    half of either.
+//!    half of either. A file outside tools may write is put in place only while it still holds
+//!    what the twin saw at this step's pick-up (swapped in with `renameat2(RENAME_EXCHANGE)`,
+//!    the file it replaced checked and put back if a writer got there first): a write that
+//!    lands between the pick-up and the refresh is taken at the next step, as a kernel takes
+//!    every write, never undone.
 //!
 //! With a time scale ([`ExportOptions::scale`]) the export sleeps so that simulated time follows
 //! wall time at `scale` simulated seconds per wall second: a peer that samples every few seconds
@@ -157,6 +161,9 @@ pub struct TreeExport {
     nr_cpu_ids: u32,
     /// Text last written to files outside tools may write, by path relative to the root.
     written: BTreeMap<String, String>,
+    /// Text last seen in (or put into) each of those files: the twin replaces one only while it
+    /// still holds this, so a write that landed since is taken at the next step, never undone.
+    on_disk: BTreeMap<String, String>,
     /// Text that did not parse (or an empty file: a writer between its truncate and its
     /// write), by path, with the step at which it was first seen: judged only at a later step.
     unparsed: BTreeMap<String, Unparsed>,
@@ -227,6 +234,7 @@ impl TreeExport {
             opts,
             nr_cpu_ids,
             written: BTreeMap::new(),
+            on_disk: BTreeMap::new(),
             unparsed: BTreeMap::new(),
             dirty: BTreeSet::new(),
             dirty_default: false,
@@ -249,6 +257,7 @@ impl TreeExport {
         }
         let d = export.default_affinity.clone();
         export.remember_default(&d);
+        export.on_disk = export.written.clone();
         export.refresh(platform)?;
         export.put(READY_FILE, &format!("{}\n", std::process::id()))?;
         if let Some(go) = &export.opts.hold_until {
@@ -297,13 +306,74 @@ impl TreeExport {
     /// Writes `text` to `rel` atomically (temporary file, then rename).
     fn put(&self, rel: &str, text: &str) -> Result<(), ExportError> {
         let path = self.root.join(rel);
+        let tmp = Self::tmp_of(&path);
+        std::fs::write(&tmp, text).map_err(io_err(&tmp))?;
+        std::fs::rename(&tmp, &path).map_err(io_err(&path))
+    }
+
+    /// The twin's temporary name beside `path`.
+    fn tmp_of(path: &Path) -> PathBuf {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let tmp = path.with_file_name(format!(".{name}.twin-tmp"));
+        path.with_file_name(format!(".{name}.twin-tmp"))
+    }
+
+    /// Puts the twin's `text` into `rel`, a file outside tools may write, unless one wrote it
+    /// since the twin last looked (at this step's [`TreeExport::pick_up`]): that write is then
+    /// left in place for the next pick-up to take, as a kernel takes every write. The new file
+    /// is swapped in ([`irqpilot_linux::root::exchange`]) and the one it replaced is checked:
+    /// not what the twin last saw there means a writer replaced the file in between, and it
+    /// goes back. Where the filesystem cannot swap, the file is checked just before the rename.
+    /// Returns whether the twin's text went in.
+    fn put_writable(&mut self, rel: &str, text: &str) -> Result<bool, ExportError> {
+        let Some(seen) = self.on_disk.get(rel).cloned() else {
+            // Removed by someone (or never seen): nothing to keep.
+            self.put(rel, text)?;
+            self.on_disk.insert(rel.to_string(), text.to_string());
+            return Ok(true);
+        };
+        let path = self.root.join(rel);
+        let tmp = Self::tmp_of(&path);
         std::fs::write(&tmp, text).map_err(io_err(&tmp))?;
-        std::fs::rename(&tmp, &path).map_err(io_err(&path))
+        let put = match irqpilot_linux::root::exchange(&tmp, &path) {
+            Ok(()) => {
+                let displaced = std::fs::read_to_string(&tmp).map_err(io_err(&tmp))?;
+                if displaced == seen {
+                    true
+                } else {
+                    // A writer's file: back in place. Should yet another writer have replaced
+                    // the twin's file meanwhile, that newest file is what goes back.
+                    irqpilot_linux::root::exchange(&tmp, &path).map_err(io_err(&path))?;
+                    let back = std::fs::read_to_string(&tmp).map_err(io_err(&tmp))?;
+                    if back != text {
+                        std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
+                    }
+                    false
+                }
+            }
+            // EINVAL, ENOSYS, EOPNOTSUPP: no exchange here.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::InvalidInput | io::ErrorKind::Unsupported
+                ) =>
+            {
+                let still = self.read(rel).ok().as_deref() == Some(seen.as_str());
+                if still {
+                    std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
+                }
+                still
+            }
+            Err(e) => return Err(io_err(&path)(e)),
+        };
+        if put {
+            self.on_disk.insert(rel.to_string(), text.to_string());
+        }
+        // The file swapped out (or the twin's own, not put); gone already after a rename.
+        let _ = std::fs::remove_file(&tmp);
+        Ok(put)
     }
 
     /// Takes what outside tools wrote since the last step and applies it to the machine, as
@@ -406,6 +476,7 @@ impl TreeExport {
             Ok(t) => t,
             // Removed by someone: written back at the next refresh.
             Err(ExportError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                self.on_disk.remove(rel);
                 match irq {
                     Some(irq) => {
                         self.dirty.insert(irq);
@@ -416,6 +487,7 @@ impl TreeExport {
             }
             Err(e) => return Err(e),
         };
+        self.on_disk.insert(rel.to_string(), text.clone());
         if self.written.get(rel) == Some(&text) {
             return Ok(None);
         }
@@ -493,12 +565,17 @@ impl TreeExport {
                 if last.requested != s.requested {
                     self.dirty.insert(irq);
                 }
-            } else if last.requested != s.requested || self.dirty.remove(&irq) {
-                self.remember_affinity(irq, &s.requested);
-                for f in [procirq::SMP_AFFINITY, procirq::SMP_AFFINITY_LIST] {
-                    let rel = format!("{p}/{f}");
-                    let text = self.written.get(&rel).cloned().unwrap_or_default();
-                    self.put(&rel, &text)?;
+            } else {
+                // Taken out whatever the rest says: a flag left behind would rewrite the files
+                // at the next step, over a write that landed after that step's pick-up.
+                let dirty = self.dirty.remove(&irq);
+                if last.requested != s.requested || dirty {
+                    self.remember_affinity(irq, &s.requested);
+                    for f in [procirq::SMP_AFFINITY, procirq::SMP_AFFINITY_LIST] {
+                        let rel = format!("{p}/{f}");
+                        let text = self.written.get(&rel).cloned().unwrap_or_default();
+                        self.put_writable(&rel, &text)?;
+                    }
                 }
             }
             if last.effective != effective {
@@ -531,10 +608,11 @@ impl TreeExport {
         }
         let def = sim.default_affinity.clone();
         let def_rel = "proc/irq/default_smp_affinity";
-        if def != self.default_affinity || std::mem::take(&mut self.dirty_default) {
+        let dirty_default = std::mem::take(&mut self.dirty_default);
+        if def != self.default_affinity || dirty_default {
             self.remember_default(&def);
             let text = self.written.get(def_rel).cloned().unwrap_or_default();
-            self.put(def_rel, &text)?;
+            self.put_writable(def_rel, &text)?;
             self.default_affinity = def;
         }
         self.steps += 1;

@@ -348,6 +348,76 @@ fn a_write_in_progress_is_waited_for_not_refused() {
     assert_eq!(e.writes.len(), before, "{:?}", e.writes);
 }
 
+/// A write that lands after the twin's pick-up and before its refresh is taken at the next
+/// step, never undone by the refresh: not when the refresh rewrites that IRQ's files because
+/// an earlier write was just taken (to the same file, or to the IRQ's other affinity file, as
+/// `revert` restoring both does), nor at the step after a taken write (a leftover flag once
+/// rewrote the files there, and `revert` right after `isolate` lost its first writes).
+#[test]
+fn a_write_between_pick_up_and_refresh_is_kept_and_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut p = platform("balance-p4-4nic-netperf", &[]);
+    let mut e = TreeExport::create(&mut p, root, ExportOptions::default()).unwrap();
+    // A writer that replaces the file whole (irqpilot off procfs) and one that writes in place.
+    let replace = |rel: &str, text: &str| {
+        let tmp = root.join(format!("{rel}.peer"));
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, root.join(rel)).unwrap();
+    };
+    let in_place = |rel: &str, text: &str| std::fs::write(root.join(rel), text).unwrap();
+    // IRQ 25: "2" taken at this pick-up, "3" lands before the refresh.
+    // IRQ 26: its mask taken (CPU 2), then its list written (CPU 1) before the refresh.
+    in_place("proc/irq/25/smp_affinity_list", "2\n");
+    replace("proc/irq/26/smp_affinity", "4\n");
+    e.pick_up(&mut p).unwrap();
+    p.sleep(10_000_000);
+    replace("proc/irq/25/smp_affinity_list", "3\n");
+    in_place("proc/irq/26/smp_affinity_list", "1\n");
+    e.refresh(&p).unwrap();
+    assert_eq!(read(root, "proc/irq/25/smp_affinity_list"), "3\n");
+    assert_eq!(read(root, "proc/irq/26/smp_affinity_list"), "1\n");
+    step(&mut e, &mut p);
+    step(&mut e, &mut p);
+    assert_eq!(read(root, "proc/irq/25/effective_affinity_list"), "3\n");
+    assert_eq!(read(root, "proc/irq/25/smp_affinity"), "08\n");
+    assert_eq!(read(root, "proc/irq/26/effective_affinity_list"), "1\n");
+    assert_eq!(read(root, "proc/irq/26/smp_affinity"), "02\n");
+    // The step after a taken write: a write landing between its pick-up and its refresh.
+    in_place("proc/irq/27/smp_affinity_list", "2\n");
+    step(&mut e, &mut p);
+    e.pick_up(&mut p).unwrap();
+    p.sleep(10_000_000);
+    replace("proc/irq/27/smp_affinity_list", "3\n");
+    e.refresh(&p).unwrap();
+    assert_eq!(read(root, "proc/irq/27/smp_affinity_list"), "3\n");
+    step(&mut e, &mut p);
+    assert_eq!(read(root, "proc/irq/27/effective_affinity_list"), "3\n");
+    // The same for the default affinity.
+    in_place("proc/irq/default_smp_affinity", "3\n");
+    step(&mut e, &mut p);
+    e.pick_up(&mut p).unwrap();
+    replace("proc/irq/default_smp_affinity", "c\n");
+    e.refresh(&p).unwrap();
+    assert_eq!(read(root, "proc/irq/default_smp_affinity"), "c\n");
+    step(&mut e, &mut p);
+    assert_eq!(read(root, "proc/irq/default_smp_affinity"), "0c\n");
+    // Every write was taken, none refused; no temporary file is left behind.
+    let files: Vec<&str> = e.writes.iter().map(|w| w.file.as_str()).collect();
+    assert_eq!(e.writes.len(), 8, "{files:?}");
+    assert!(
+        e.writes.iter().all(|w| w.result == Ok(true)),
+        "{:?}",
+        e.writes
+    );
+    for irq in 25..28 {
+        for f in std::fs::read_dir(root.join(format!("proc/irq/{irq}"))).unwrap() {
+            let name = f.unwrap().file_name().into_string().unwrap();
+            assert!(!name.starts_with('.'), "{irq}/{name}");
+        }
+    }
+}
+
 /// Readers see a file's old text or its new text, never an empty or partial one: the twin's
 /// refreshes and irqpilot's own writes (`LinuxPlatform` on the exported tree) both replace
 /// files whole, as a kernel write is atomic for readers.

@@ -63,8 +63,10 @@ fn sixty_seconds_of_the_live_twin_replay_as_recorded() {
         .args([
             "sim",
             "isolation-rt-24cpu-lowload",
+            // Longer than the watch needs however slowly a loaded machine runs it (the twin
+            // is ended below): a twin that finished early would stop moving the tree.
             "--duration",
-            "75s",
+            "600s",
             "--realtime",
             "4",
         ])
@@ -74,10 +76,19 @@ fn sixty_seconds_of_the_live_twin_replay_as_recorded() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // Watched from the twin's second step on: the tree is whole and simulated time runs (the
+    // files appear before the twin's first step, which a loaded machine can delay by more
+    // than one watch interval).
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !root.join("proc/softirqs").exists() {
+    let step = root.join(".irqpilot-twin-step");
+    while std::fs::read_to_string(&step)
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .is_none_or(|n| n < 2)
+        || !root.join(".irqpilot-twin-ready").exists()
+    {
         assert!(Instant::now() < deadline, "the twin wrote no tree");
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(20));
     }
     let live = ok(&[
         "--root",
