@@ -206,7 +206,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "moderator.rx_frames",
-        "`rx-frames` paired with a programmed `rx-usecs`, so a queue whose timer restarts at every packet (mlx5 CQE mode) still interrupts at least every this many packets.",
+        "Least `rx-frames` paired with a programmed `rx-usecs` (a delay `d` is paired with the packets the queue receives in `1.25 d`, at least this many): a queue whose timer restarts at every packet (mlx5 CQE mode) is held by its frame count while its packets come closer together than `d`.",
     ),
     (
         "moderator.smoothing",

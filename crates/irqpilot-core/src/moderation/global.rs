@@ -86,8 +86,13 @@ pub struct GlobalModerationConfig {
     /// Fraction by which delays shrink per period when under target (GSIM shrinks by 1/16 per
     /// 5 ms epoch; 1/8 per 10 ms period is similar).
     pub relax: f64,
-    /// `rx-frames` paired with a programmed `rx-usecs`, so a queue whose timer restarts at every
-    /// packet (mlx5 CQE mode) still interrupts at least every this many packets.
+    /// Least `rx-frames` paired with a programmed `rx-usecs` (the moderator pairs a delay `d`
+    /// with the packets the queue receives in `1.25 d`, at least this many). A queue whose timer
+    /// restarts at every packet (mlx5's CQE mode) never fires on its timer while its packets
+    /// come closer together than `d`: only the frame count ends its wait, so a floor far above
+    /// what the queue receives in `d` makes its rate fall off a cliff at the packet gap instead
+    /// of following the delay (2: one interrupt per two packets at most, the least that is
+    /// still coalescing).
     pub rx_frames: u32,
     /// Control period, milliseconds (the daemon's and the twin's sampling interval).
     pub period_ms: u64,
@@ -133,7 +138,7 @@ impl Default for GlobalModerationConfig {
             min_delay_us: 2,
             hysteresis: 0.1,
             relax: 0.125,
-            rx_frames: 64,
+            rx_frames: 2,
             period_ms: 10,
             smoothing: 0.5,
             exclude: Vec::new(),
