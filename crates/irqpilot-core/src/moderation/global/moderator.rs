@@ -344,6 +344,7 @@ impl GlobalModerator {
         let relax = device_total < relax_below;
         let nvme_in = nvme_inputs(knobs, &srcs, rates);
         let dev_ceiling = self.light_devices(knobs, &srcs, &nvme_in, fixed_use, target, ceiling);
+        let least = self.least_rate(knobs, &srcs, &nvme_in, fixed_use);
         // Whether every NIC queue held back is at its ceiling already.
         let mut nic_at_limit = true;
         let mut nic_capped = false;
@@ -437,7 +438,9 @@ impl GlobalModerator {
             work: Vec::new(),
             rate: device_total,
             natural: self.natural,
-            settled: device_total <= target * 1.02 && (device_total >= relax_below * 0.98 || !held),
+            settled: device_total <= target.max(least) * 1.02
+                && (device_total >= relax_below * 0.98 || !held),
+            least,
             at_limit: (nic_capped || self.nvme.at_limit)
                 && nic_at_limit
                 && (!self.nvme_capped(&inputs) || self.nvme.at_limit),
@@ -456,7 +459,17 @@ impl GlobalModerator {
         }
         self.knee.observe(&obs);
         if let Some(n) = self.knee.take_note() {
+            if std::env::var_os("IRQP_TRACE").is_some() {
+                eprintln!("TRACE {period} {n}");
+            }
             notes.push(n);
+        }
+        if std::env::var_os("IRQP_TRACE").is_some() && period % 5 == 0 {
+            eprintln!(
+                "TRACE {period} target {:.0} rate {device_total:.0} least {least:.0} delays {}",
+                self.knee.target(),
+                self.delay.len()
+            );
         }
         notes
     }
