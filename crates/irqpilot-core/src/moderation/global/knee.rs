@@ -336,6 +336,8 @@ pub(crate) struct KneeFinder {
 
     /// The least rate the fast loop could reach, last seen ([`Observation::least`]).
     least: f64,
+    /// The search under way is a periodic recheck from a parked target (not a new load).
+    recheck: bool,
 
     /// What the last decision was, for the plan's notes.
     last: Option<String>,
@@ -371,6 +373,7 @@ impl KneeFinder {
             held_run: 0,
             held: false,
             least: 0.0,
+            recheck: false,
             last: None,
         }
     }
@@ -470,7 +473,15 @@ impl KneeFinder {
                 waited: 0,
                 probe: Some(Probe { from, dir, base }),
             };
-        } else if dir == Dir::Up && !self.climbed && !self.down_known_futile() {
+        } else if dir == Dir::Up
+            && !self.climbed
+            && !self.down_known_futile()
+            // A periodic recheck that cannot step up probes down only where the rate is
+            // restless (the cliff's edge): on a steady one it is a disturbance that buys
+            // nothing, and a knee that moved under the target collapses the work (a change
+            // of a third: a new search).
+            && (!self.recheck || base.rate_cv > UNSTABLE)
+        {
             self.start_probe(Dir::Down, base, work);
         } else {
             self.park(work);
@@ -665,11 +676,12 @@ impl KneeFinder {
                     self.climbed = false;
                     self.load_seen = None;
                     self.first_probe = obs.natural;
-                    if load_changed || !self.searched {
+                    self.recheck = !(load_changed || !self.searched);
+                    if self.recheck {
+                        self.step = RECHECK_STEP;
+                    } else {
                         self.step = FIRST_STEP;
                         self.backoff = BACKOFF_FIRST;
-                    } else {
-                        self.step = RECHECK_STEP;
                     }
                     self.next_dir = Dir::Up;
                     Phase::Settle {

