@@ -459,17 +459,7 @@ impl GlobalModerator {
         }
         self.knee.observe(&obs);
         if let Some(n) = self.knee.take_note() {
-            if std::env::var_os("IRQP_TRACE").is_some() {
-                eprintln!("TRACE {period} {n}");
-            }
             notes.push(n);
-        }
-        if std::env::var_os("IRQP_TRACE").is_some() && period % 5 == 0 {
-            eprintln!(
-                "TRACE {period} target {:.0} rate {device_total:.0} least {least:.0} delays {}",
-                self.knee.target(),
-                self.delay.len()
-            );
         }
         notes
     }
