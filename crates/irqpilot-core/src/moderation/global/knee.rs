@@ -676,7 +676,7 @@ impl KneeFinder {
                     self.climbed = false;
                     self.load_seen = None;
                     self.first_probe = obs.natural;
-                    self.recheck = !(load_changed || !self.searched);
+                    self.recheck = self.searched && !load_changed;
                     if self.recheck {
                         self.step = RECHECK_STEP;
                     } else {
