@@ -128,6 +128,11 @@ pub(crate) struct Observation {
     /// ceiling, or at the NVMe threshold its reads in flight allow): a rate above the target
     /// is then the target's being out of reach, not the platform collapsing.
     pub at_limit: bool,
+    /// The least device interrupt rate the fast loop can reach now (every source at its least:
+    /// NVMe at the threshold its reads in flight allow, NIC queues at the latency ceiling). A
+    /// rate up to it is the target's being out of reach, not the platform collapsing, and a
+    /// target under it holds nothing more back than one at it.
+    pub least: f64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -141,6 +146,8 @@ enum Dir {
 struct Acc {
     devices: BTreeMap<String, (f64, f64, f64, f64)>,
     max_rate: f64,
+    /// Highest least reachable rate seen.
+    max_least: f64,
     /// Periods, sum and sum of squares of the interrupt rate.
     rates: (f64, f64, f64),
 }
@@ -150,6 +157,8 @@ struct Acc {
 struct Summary {
     devices: BTreeMap<String, (f64, f64, f64, f64)>,
     max_rate: f64,
+    /// Highest least reachable rate seen over the window.
+    max_least: f64,
     /// Coefficient of variation of the interrupt rate over the window.
     rate_cv: f64,
 }
@@ -157,6 +166,7 @@ struct Summary {
 impl Acc {
     fn add(&mut self, obs: &Observation) {
         self.max_rate = self.max_rate.max(obs.rate);
+        self.max_least = self.max_least.max(obs.least);
         self.rates.0 += 1.0;
         self.rates.1 += obs.rate;
         self.rates.2 += obs.rate * obs.rate;
@@ -181,6 +191,7 @@ impl Acc {
                 })
                 .collect(),
             max_rate: self.max_rate,
+            max_least: self.max_least,
             rate_cv: {
                 let (n, sum, sq) = self.rates;
                 let mean = sum / n.max(1.0);
@@ -323,6 +334,11 @@ pub(crate) struct KneeFinder {
     held_run: u32,
     held: bool,
 
+    /// The least rate the fast loop could reach, last seen ([`Observation::least`]).
+    least: f64,
+    /// The search under way is a periodic recheck from a parked target (not a new load).
+    recheck: bool,
+
     /// What the last decision was, for the plan's notes.
     last: Option<String>,
 }
@@ -356,6 +372,8 @@ impl KneeFinder {
             held_at: target,
             held_run: 0,
             held: false,
+            least: 0.0,
+            recheck: false,
             last: None,
         }
     }
@@ -403,7 +421,10 @@ impl KneeFinder {
         let from = self.target;
         let to = match dir {
             Dir::Up => {
-                let mut to = from * (1.0 + self.step);
+                // A target under the least reachable rate holds nothing more back than one
+                // at it: the step starts from there (NVMe that cannot be aggregated, queues
+                // at the ceiling; what the platform does at that rate is known already).
+                let mut to = from.max(self.least) * (1.0 + self.step);
                 // Ground a probe was kept on before (a search resumed, a load back after a
                 // pause): straight back to it, or to the natural rate where that is lower,
                 // instead of climbing to it again in ordinary steps.
@@ -417,7 +438,7 @@ impl KneeFinder {
                 }
                 to
             }
-            .min(from.max(self.proven) * (1.0 + UNPROVEN_STEP))
+            .min(from.max(self.proven).max(self.least) * (1.0 + UNPROVEN_STEP))
             .min(MAX_TARGET)
             .min(self.too_high * MARGIN),
             Dir::Down => (from / (1.0 + self.step)).max(self.floor),
@@ -441,8 +462,9 @@ impl KneeFinder {
         // first probe goes just past it (by `NATURAL_CLEAR`, so that its noise does not hold
         // the load back now and then); never further than one step.
         let past = self.first_probe * (1.0 + NATURAL_CLEAR);
-        if dir == Dir::Up && self.first_probe > from && past < from * (1.0 + self.step) {
-            self.step = past / from - 1.0;
+        let start = from.max(self.least);
+        if dir == Dir::Up && self.first_probe > start && past < start * (1.0 + self.step) {
+            self.step = past / start - 1.0;
         }
         self.first_probe = 0.0;
         if self.step_target(dir) {
@@ -451,7 +473,15 @@ impl KneeFinder {
                 waited: 0,
                 probe: Some(Probe { from, dir, base }),
             };
-        } else if dir == Dir::Up && !self.climbed && !self.down_known_futile() {
+        } else if dir == Dir::Up
+            && !self.climbed
+            && !self.down_known_futile()
+            // A periodic recheck that cannot step up probes down only where the rate is
+            // restless (the cliff's edge): on a steady one it is a disturbance that buys
+            // nothing, and a knee that moved under the target collapses the work (a change
+            // of a third: a new search).
+            && (!self.recheck || base.rate_cv > UNSTABLE)
+        {
             self.start_probe(Dir::Down, base, work);
         } else {
             self.park(work);
@@ -476,6 +506,7 @@ impl KneeFinder {
         if obs.natural > 0.0 {
             self.natural = obs.natural;
         }
+        self.least = obs.least;
         self.natural_peak = (self.natural_peak * NATURAL_PEAK_DECAY).max(obs.natural);
         if self.target != self.held_at || !obs.binding {
             self.held_at = self.target;
@@ -510,7 +541,7 @@ impl KneeFinder {
                 // An overshoot that gains work is the fast loop letting its queues up at once
                 // (and a backlog draining), not a platform collapsing.
                 let unheld = !obs.at_limit
-                    && obs.rate > UNHELD * self.target
+                    && obs.rate > UNHELD * self.target.max(obs.least)
                     && loss <= MIN_EFFECT.max(noise);
                 (loss < -bar || unheld).then_some(loss)
             }
@@ -524,7 +555,7 @@ impl KneeFinder {
                 let noise = Z * sd / (base.max(1e-9) * acc.samples().sqrt());
                 let bar = EARLY_LOSS.max(noise);
                 let unheld = !obs.at_limit
-                    && obs.rate > UNHELD * self.target
+                    && obs.rate > UNHELD * self.target.max(obs.least)
                     && loss <= MIN_EFFECT.max(noise);
                 (loss < -bar || unheld).then_some(loss)
             }
@@ -577,7 +608,11 @@ impl KneeFinder {
                 // Parked above the knee (the load grew, the knee moved): the rate runs away
                 // from a target the fast loop holds everywhere else. Step down at once.
                 // Three runaway periods within half a second.
-                if obs.binding && !obs.at_limit && self.held && obs.rate > RUNAWAY * self.target {
+                if obs.binding
+                    && !obs.at_limit
+                    && self.held
+                    && obs.rate > RUNAWAY * self.target.max(obs.least)
+                {
                     self.runaways.push_back(self.period);
                 }
                 while self
@@ -641,11 +676,12 @@ impl KneeFinder {
                     self.climbed = false;
                     self.load_seen = None;
                     self.first_probe = obs.natural;
-                    if load_changed || !self.searched {
+                    self.recheck = self.searched && !load_changed;
+                    if self.recheck {
+                        self.step = RECHECK_STEP;
+                    } else {
                         self.step = FIRST_STEP;
                         self.backoff = BACKOFF_FIRST;
-                    } else {
-                        self.step = RECHECK_STEP;
                     }
                     self.next_dir = Dir::Up;
                     Phase::Settle {
@@ -774,7 +810,7 @@ impl KneeFinder {
         // Up is the risky direction (towards the cliff): any loss beyond the least effect
         // undoes it, significant or not; so does a rate the fast loop could not hold.
         if p.dir == Dir::Up
-            && ((probe.max_rate > UNHELD * to && score <= MIN_EFFECT)
+            && ((probe.max_rate > UNHELD * to.max(probe.max_least) && score <= MIN_EFFECT)
                 || score < -MIN_EFFECT.max(se))
         {
             verdict = Verdict::Worse;

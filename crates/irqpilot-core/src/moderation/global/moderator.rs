@@ -344,6 +344,7 @@ impl GlobalModerator {
         let relax = device_total < relax_below;
         let nvme_in = nvme_inputs(knobs, &srcs, rates);
         let dev_ceiling = self.light_devices(knobs, &srcs, &nvme_in, fixed_use, target, ceiling);
+        let least = self.least_rate(knobs, &srcs, &nvme_in, fixed_use);
         // Whether every NIC queue held back is at its ceiling already.
         let mut nic_at_limit = true;
         let mut nic_capped = false;
@@ -437,7 +438,9 @@ impl GlobalModerator {
             work: Vec::new(),
             rate: device_total,
             natural: self.natural,
-            settled: device_total <= target * 1.02 && (device_total >= relax_below * 0.98 || !held),
+            settled: device_total <= target.max(least) * 1.02
+                && (device_total >= relax_below * 0.98 || !held),
+            least,
             at_limit: (nic_capped || self.nvme.at_limit)
                 && nic_at_limit
                 && (!self.nvme_capped(&inputs) || self.nvme.at_limit),

@@ -395,10 +395,9 @@ fn a_refused_setting_is_not_sent_again_until_something_changes() {
 /// the NVMe vectors alone make more than the target, so holding the NIC's queues buys nothing
 /// towards it, and every interrupt they give up is a transaction lost. They pay no longer delay
 /// than the NVMe vectors do (the controllers' 100 us timer), not the latency ceiling.
-#[test]
-fn a_light_device_beside_an_unreachable_rest_pays_no_more_than_the_rest() {
-    use crate::devstats::DiskRate;
-    let (nic_q, vectors) = (4u32, 200u32);
+/// `nic_q` static NIC queues (IRQs 40..) beside one NVMe controller's `vectors` vectors (IRQs
+/// 100.., not coalesced yet).
+fn nic_beside_nvme(nic_q: u32, vectors: u32) -> Machine {
     let mut m = queues(nic_q, static_knob);
     for v in 0..vectors {
         let n = IrqNum(100 + v);
@@ -416,47 +415,76 @@ fn a_light_device_beside_an_unreachable_rest_pays_no_more_than_the_rest() {
             },
         );
     }
+    m
+}
+
+/// One period of [`nic_beside_nvme`] under `g`'s settings: each NIC queue makes
+/// `1 / (1/nic_natural + delay)` interrupts/s and moves `bytes_per_intr` bytes per interrupt
+/// (request/response traffic pays its delays in transactions); each vector completes
+/// `per_vector` reads/s with `in_flight` outstanding, one interrupt per threshold's worth.
+fn nic_beside_nvme_rates(
+    g: &GlobalModerator,
+    (nic_q, nic_natural, bytes_per_intr): (u32, f64, f64),
+    (vectors, per_vector, in_flight): (u32, f64, f64),
+) -> Rates {
+    use crate::devstats::{DiskRate, NetRate};
+    let t = g
+        .nvme_thresholds()
+        .get("nvme0")
+        .copied()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let mut r = rates(nic_q, 0.0, None);
+    let mut nic_total = 0.0;
+    for (i, row) in r.rows.iter_mut().enumerate() {
+        let d = g
+            .delays()
+            .get(&IrqNum(40 + i as u32))
+            .copied()
+            .unwrap_or(0.0);
+        let rate = 1.0 / (1.0 / nic_natural + d * 1e-6);
+        row.total_per_sec = rate;
+        row.per_cpu_per_sec = vec![rate];
+        nic_total += rate;
+    }
+    for v in 0..vectors {
+        r.rows.push(RowRate {
+            label: RowLabel::Irq(IrqNum(100 + v)),
+            per_cpu_per_sec: vec![per_vector / t],
+            total_per_sec: per_vector / t,
+            status: RowStatus::Continuing,
+            wraps: 0,
+        });
+    }
+    r.net = vec![NetRate {
+        name: "eth0".into(),
+        rx_bytes_per_sec: bytes_per_intr * nic_total / 2.0,
+        rx_packets_per_sec: nic_total,
+        tx_bytes_per_sec: bytes_per_intr * nic_total / 2.0,
+        tx_packets_per_sec: nic_total,
+    }];
+    r.disks = vec![DiskRate {
+        name: "nvme0n1".into(),
+        nvme_controller: Some("nvme0".into()),
+        ios_per_sec: per_vector * vectors as f64,
+        bytes_per_sec: 4096.0 * per_vector * vectors as f64,
+        in_flight: in_flight * vectors as f64,
+    }];
+    r
+}
+
+#[test]
+fn a_light_device_beside_an_unreachable_rest_pays_no_more_than_the_rest() {
+    let (nic_q, vectors) = (4u32, 200u32);
+    let m = nic_beside_nvme(nic_q, vectors);
     let mut g = GlobalModerator::new(GlobalModerationConfig {
         knee_search: false,
         ..Default::default()
     });
     // Each vector completes 30 k reads/s with 4 in flight (threshold at most 3: 10 k/s
     // each, 2 M/s together, twice the target); each NIC queue makes 50 k/s unheld.
-    let (per_vector, nic_natural) = (30_000.0, 50_000.0);
     for p in 0..300 {
-        let t = g
-            .nvme_thresholds()
-            .get("nvme0")
-            .copied()
-            .unwrap_or(1)
-            .max(1) as f64;
-        let mut r = rates(nic_q, 0.0, None);
-        for (i, row) in r.rows.iter_mut().enumerate() {
-            let d = g
-                .delays()
-                .get(&IrqNum(40 + i as u32))
-                .copied()
-                .unwrap_or(0.0);
-            let rate = 1.0 / (1.0 / nic_natural + d * 1e-6);
-            row.total_per_sec = rate;
-            row.per_cpu_per_sec = vec![rate];
-        }
-        for v in 0..vectors {
-            r.rows.push(RowRate {
-                label: RowLabel::Irq(IrqNum(100 + v)),
-                per_cpu_per_sec: vec![per_vector / t],
-                total_per_sec: per_vector / t,
-                status: RowStatus::Continuing,
-                wraps: 0,
-            });
-        }
-        r.disks = vec![DiskRate {
-            name: "nvme0n1".into(),
-            nvme_controller: Some("nvme0".into()),
-            ios_per_sec: per_vector * vectors as f64,
-            bytes_per_sec: 4096.0 * per_vector * vectors as f64,
-            in_flight: 4.0 * vectors as f64,
-        }];
+        let r = nic_beside_nvme_rates(&g, (nic_q, 50_000.0, 200.0), (vectors, 30_000.0, 4.0));
         decide(&mut g, &m, &r, p);
     }
     assert_eq!(
@@ -553,4 +581,33 @@ fn a_cqe_mode_queue_is_held_in_the_band() {
             "jitter {jitter}: rate {lo:.0}-{hi:.0}/s outside the band under {target:.0}/s"
         );
     }
+}
+
+/// Held-out gen-4-22 / gen-5-6: NVMe at iodepth 2 cannot be aggregated (a threshold of
+/// three quarters of 2 reads is 1), so its vectors alone make three times the starting
+/// target on a healthy platform. Those interrupts are no sign of a collapse: the knee search
+/// reads the out-of-reach rate as "not held" only above what the loop can reach, climbs from
+/// there, and lets the NIC go (it held the request/response queues at the ceiling, p95 6-11x
+/// `none`, for nothing).
+#[test]
+fn interrupts_nothing_can_hold_do_not_squeeze_a_nic_on_a_healthy_platform() {
+    let (nic_q, vectors) = (8u32, 200u32);
+    let m = nic_beside_nvme(nic_q, vectors);
+    let mut g = GlobalModerator::new(GlobalModerationConfig::default());
+    let mut held_late = 0;
+    for p in 0..300 {
+        let r = nic_beside_nvme_rates(&g, (nic_q, 50_000.0, 200.0), (vectors, 15_000.0, 2.0));
+        decide(&mut g, &m, &r, p);
+        if p >= 100 && !g.delays().is_empty() {
+            held_late += 1;
+        }
+    }
+    assert_eq!(g.nvme_thresholds().get("nvme0"), None, "NVMe not coalesced");
+    assert_eq!(
+        held_late,
+        0,
+        "NIC queues held in {held_late} of the last 200 periods (target {:.0}/s, delays {:?})",
+        g.target_per_sec(),
+        g.delays()
+    );
 }

@@ -71,7 +71,63 @@ pub(super) fn nvme_inputs(
     nvme_in
 }
 
+/// A queue making `r` interrupts/s at delay `cur` (us) makes about this at delay `d` (the rate
+/// model `1 / (1/r0 + d)`, its natural gap inferred from the current one).
+fn rate_at(r: f64, cur: f64, d: f64) -> f64 {
+    if r <= 0.0 {
+        return 0.0;
+    }
+    let gap = (1.0 / r - cur * 1e-6).max(1e-9);
+    1.0 / (gap + d * 1e-6)
+}
+
 impl GlobalModerator {
+    /// What the NVMe controllers make at the least they can be held to: a controller at its
+    /// largest threshold makes what it makes (its timer may fire before the threshold fills);
+    /// below it, its completions over that threshold. With the delay they impose when some
+    /// can be coalesced at all (their 100 us timer).
+    fn nvme_least(&self, nvme_in: &BTreeMap<String, CtrlInput>) -> (f64, f64) {
+        let mut least = 0.0;
+        let mut pays: f64 = 0.0;
+        for c in nvme_in.values() {
+            let t = max_threshold(c);
+            least += match c.completions {
+                Some(w) if c.in_flight_per_vector.is_some() && self.nvme.threshold(&c.name) < t => {
+                    c.rate.min(w / t as f64)
+                }
+                _ => c.rate,
+            };
+            if t >= 2 {
+                pays = NVME_TIMER_US;
+            }
+        }
+        (least, pays)
+    }
+
+    /// The least device interrupt rate the fast loop can reach now: fixed sources as they
+    /// are, NVMe controllers at their least, every NIC queue at the latency ceiling. A rate
+    /// under it is out of reach whatever the target: interrupts the moderator cannot act on
+    /// (NVMe whose reads in flight are too few to aggregate, queues already at the ceiling)
+    /// are no sign that the platform is collapsing.
+    pub(super) fn least_rate(
+        &self,
+        knobs: &BTreeMap<IrqNum, Knob>,
+        srcs: &[Src],
+        nvme_in: &BTreeMap<String, CtrlInput>,
+        fixed_use: f64,
+    ) -> f64 {
+        let latency_ceiling = self.cfg.delay_us as f64;
+        let nic: f64 = srcs
+            .iter()
+            .filter(|s| matches!(knobs.get(&s.irq), Some(Knob::NicQueue { .. })))
+            .map(|s| {
+                let cur = self.delay.get(&s.irq).copied().unwrap_or(0.0);
+                rate_at(s.rate, cur, latency_ceiling.max(cur))
+            })
+            .sum();
+        fixed_use + self.nvme_least(nvme_in).0 + nic
+    }
+
     /// Ceilings for light NIC devices: a device the target is unreachable without (the rest,
     /// each source at its least, plus this device at the ceiling still make more than the
     /// target) gains the target nothing by paying the ceiling, while request/response traffic
@@ -88,14 +144,7 @@ impl GlobalModerator {
         target: f64,
         ceiling: f64,
     ) -> HashMap<String, f64> {
-        // A queue making `r` at delay `cur` makes about this at delay `d` (rate model above).
-        let at = |r: f64, cur: f64, d: f64| {
-            if r <= 0.0 {
-                return 0.0;
-            }
-            let gap = (1.0 / r - cur * 1e-6).max(1e-9);
-            1.0 / (gap + d * 1e-6)
-        };
+        let at = rate_at;
         let mut nic: BTreeMap<&str, NicDevice> = BTreeMap::new();
         for s in srcs {
             if let Some(Knob::NicQueue { device, .. }) = knobs.get(&s.irq) {
@@ -106,22 +155,7 @@ impl GlobalModerator {
                 e.queues.push((s.rate, cur));
             }
         }
-        let mut nvme_least = 0.0;
-        let mut nvme_pays: f64 = 0.0;
-        for c in nvme_in.values() {
-            let t = max_threshold(c);
-            // A controller at its largest threshold makes what it makes (its timer may fire
-            // before the threshold fills); below it, its completions over that threshold.
-            nvme_least += match c.completions {
-                Some(w) if c.in_flight_per_vector.is_some() && self.nvme.threshold(&c.name) < t => {
-                    c.rate.min(w / t as f64)
-                }
-                _ => c.rate,
-            };
-            if t >= 2 {
-                nvme_pays = NVME_TIMER_US;
-            }
-        }
+        let (nvme_least, nvme_pays) = self.nvme_least(nvme_in);
         // Every source at its least (NIC devices at the ceiling) still over the target: no
         // device's holding is needed to reach it, whatever it holds.
         let least: f64 = fixed_use + nvme_least + nic.values().map(|d| d.at_ceiling).sum::<f64>();
