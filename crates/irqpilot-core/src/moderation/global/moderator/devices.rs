@@ -4,7 +4,7 @@
 
 use super::{GlobalModerator, Src};
 use crate::ids::IrqNum;
-use crate::moderation::global::nvme::{CtrlInput, NVME_TIMER_US, max_threshold};
+use crate::moderation::global::nvme::{CtrlInput, NVME_TIMER_US};
 use crate::moderation::knobs::Knob;
 use crate::rates::Rates;
 use std::collections::{BTreeMap, HashMap};
@@ -90,7 +90,7 @@ impl GlobalModerator {
         let mut least = 0.0;
         let mut pays: f64 = 0.0;
         for c in nvme_in.values() {
-            let t = max_threshold(c);
+            let t = self.nvme.bound(c);
             least += match c.completions {
                 Some(w) if c.in_flight_per_vector.is_some() && self.nvme.threshold(&c.name) < t => {
                     c.rate.min(w / t as f64)
