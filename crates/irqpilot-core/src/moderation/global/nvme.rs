@@ -104,8 +104,8 @@ pub(crate) struct NvmeGrid {
     said: BTreeMap<String, String>,
     /// Whether a controller over its allowance was held at its largest threshold this period.
     pub(crate) at_limit: bool,
-    /// Per controller, its completions when a step past its reads-in-flight bound did not
-    /// hold (the reads did not follow): not tried again until they change by [`FLOOR_RESET`].
+    /// Per controller, its completions when a step past its reads-in-flight bound bought none:
+    /// not tried again until they change by [`FLOOR_RESET`].
     past_failed: BTreeMap<String, f64>,
 }
 
@@ -179,8 +179,8 @@ impl NvmeGrid {
         let mut notes = Vec::new();
         self.ctrls
             .retain(|name, _| inputs.iter().any(|i| &i.name == name));
-        // Steps past the reads-in-flight bound: kept once the reads follow, undone when they
-        // have not within `DWELL` periods.
+        // Steps past the reads-in-flight bound, after `DWELL` periods: kept when they bought
+        // completions, undone otherwise.
         self.past_failed.retain(|name, f| {
             inputs.iter().any(|c| {
                 &c.name == name
@@ -226,8 +226,8 @@ impl NvmeGrid {
             let tmax = self.bound(c);
             let state = self.ctrls.get(&c.name);
             let probing = state.is_some_and(|s| s.past.is_some());
-            // One grid point past the bound, where the reads may follow (see the module
-            // documentation).
+            // One grid point past the bound, unless that bought nothing at this load (see the
+            // module documentation).
             let may_pass = c.in_flight_per_vector.is_some()
                 && c.completions.is_some()
                 && !self.past_failed.contains_key(&c.name)
