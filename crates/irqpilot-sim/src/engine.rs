@@ -3,13 +3,11 @@
 //!
 //! A timing wheel with an overflow heap. The wheel has [`SLOTS`] slots of [`SLOT_NS`]; an event
 //! due within the window that starts at the slot of the latest event handed out goes into its
-//! slot (one list per slot in key order, linked through one pool of nodes that is reused, so the
+//! slot (one unsorted list per slot, linked through one pool of nodes that is reused, so the
 //! live events stay in a few cache lines; one bit per slot in a two-level occupancy map), a later
-//! one into a binary heap. The next event is the head of the first occupied slot, or the heap's
-//! top if that is smaller. An interrupt's next steps are microseconds away, so nearly every event
-//! lands in the wheel: pushing is an append (a new event has the largest sequence number, so it
-//! goes after the slot's earlier-or-equal events: most slots hold one or two), taking the next one
-//! a few bit scans and an unlink of the head.
+//! one into a binary heap. The next event is the smallest key of the first occupied slot, or the
+//! heap's top if that is smaller. An interrupt's next steps are microseconds away, so nearly
+//! every event lands in the wheel: pushing is an append, taking the next one a few bit scans.
 //! Which structure holds an event never changes the order: it is that of one priority queue.
 
 use crate::time::SimTime;
@@ -72,23 +70,20 @@ struct Node<E> {
 /// Pending events.
 pub struct EventQueue<E> {
     /// First node of each slot's list (a fixed-size array: slot numbers are masked into it, so
-    /// no index is bounds-checked at run time). A slot's list is kept in key order, so the next
-    /// event is its head.
+    /// no index is bounds-checked at run time).
     heads: Box<[u32; SLOTS]>,
     nodes: Vec<Node<E>>,
     /// First free node (linked through `next`).
     free: u32,
     /// Bit `s % 64` of word `s / 64` set when slot `s` holds something.
     words: [u64; WORDS],
-    /// Bit `w` set when word `w` is not zero (zero: the wheel is empty).
+    /// Bit `w` set when word `w` is not zero.
     summary: u64,
     /// Slot number (`time / SLOT_NS`) where the window starts: that of the latest event handed
     /// out. Events due before it (scheduled in the past) go into the first slot of the window.
     base: u64,
+    in_wheel: usize,
     far: BinaryHeap<Reverse<Far<E>>>,
-    /// Key of the overflow heap's top (`Key::MAX` when it is empty): the wheel's next event is
-    /// compared with it on every pop.
-    far_min: Key,
     seq: u64,
     popped: u64,
 }
@@ -102,8 +97,8 @@ impl<E: Copy> Default for EventQueue<E> {
             words: [0; WORDS],
             summary: 0,
             base: 0,
+            in_wheel: 0,
             far: BinaryHeap::new(),
-            far_min: Key::MAX,
             seq: 0,
             popped: 0,
         }
@@ -137,29 +132,11 @@ impl<E: Copy> EventQueue<E> {
             return;
         }
         let s = (slot_no % SLOTS as u64) as usize;
-        let head = self.heads[s];
-        // Nearly always the slot is empty or its events are due earlier: `k` holds the largest
-        // sequence number yet, so it goes after every node due at or before `time`.
-        let (prev, next) = match self.nodes.get(head as usize) {
-            None => {
-                let (w, bit) = word_bit(s);
-                self.words[w] |= bit;
-                self.summary |= 1 << w;
-                (NIL, NIL)
-            }
-            Some(h) if h.key > k => (NIL, head),
-            Some(h) => {
-                let (mut prev, mut next) = (head, h.next);
-                while let Some(n) = self.nodes.get(next as usize) {
-                    if n.key > k {
-                        break;
-                    }
-                    (prev, next) = (next, n.next);
-                }
-                (prev, next)
-            }
+        let node = Node {
+            key: k,
+            next: self.heads[s],
+            ev,
         };
-        let node = Node { key: k, next, ev };
         let i = match self.nodes.get_mut(self.free as usize) {
             Some(slot) => {
                 let i = self.free;
@@ -172,10 +149,11 @@ impl<E: Copy> EventQueue<E> {
                 (self.nodes.len() - 1) as u32
             }
         };
-        match self.nodes.get_mut(prev as usize) {
-            Some(p) => p.next = i,
-            None => self.heads[s] = i,
-        }
+        self.heads[s] = i;
+        let (w, bit) = word_bit(s);
+        self.words[w] |= bit;
+        self.summary |= 1 << w;
+        self.in_wheel += 1;
     }
 
     /// An event beyond the window, into the overflow heap (rare: kept out of `push`, whose
@@ -184,12 +162,11 @@ impl<E: Copy> EventQueue<E> {
     #[inline(never)]
     fn push_far(&mut self, key: Key, ev: E) {
         self.far.push(Reverse(Far { key, ev }));
-        self.far_min = self.far_min.min(key);
     }
 
     /// The first occupied slot at or after the window's start, in window order.
     fn first_slot(&self) -> Option<usize> {
-        if self.summary == 0 {
+        if self.in_wheel == 0 {
             return None;
         }
         let start = (self.base % SLOTS as u64) as usize;
@@ -220,18 +197,33 @@ impl<E: Copy> EventQueue<E> {
         (bits != 0).then(|| w * 64 + bits.trailing_zeros() as usize)
     }
 
-    /// The smallest key in the wheel (the head of the first occupied slot), with its slot.
-    fn wheel_min(&self) -> Option<(Key, usize)> {
+    /// The smallest key in the wheel, with its slot, its node and the node before it.
+    fn wheel_min(&self) -> Option<(Key, usize, u32, u32)> {
         let s = self.first_slot()? % SLOTS;
-        let head = self.nodes.get(self.heads[s] as usize)?;
-        Some((head.key, s))
+        // An occupied slot's list is not empty; most hold one event.
+        let head = self.heads[s];
+        let first = self.nodes.get(head as usize)?;
+        let (mut best, mut best_i, mut best_prev) = (first.key, head, NIL);
+        let (mut prev, mut i) = (head, first.next);
+        while let Some(n) = self.nodes.get(i as usize) {
+            if n.key < best {
+                (best, best_i, best_prev) = (n.key, i, prev);
+            }
+            prev = i;
+            i = n.next;
+        }
+        Some((best, s, best_i, best_prev))
     }
 
     /// Time of the next event.
     pub fn peek_time(&self) -> Option<SimTime> {
-        let w = self.wheel_min().map_or(Key::MAX, |(k, _)| k);
-        let k = w.min(self.far_min);
-        (k != Key::MAX).then(|| SimTime(time_of(k)))
+        let w = self.wheel_min().map(|(k, ..)| k);
+        let f = self.far.peek().map(|Reverse(f)| f.key);
+        let k = match (w, f) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        Some(SimTime(time_of(k)))
     }
 
     /// Removes the next event.
@@ -241,28 +233,28 @@ impl<E: Copy> EventQueue<E> {
 
     /// Removes the next event if it is due at or before `until`.
     pub fn pop_until(&mut self, until: SimTime) -> Option<(SimTime, E)> {
-        if let Some(s) = self.first_slot() {
-            let s = s % SLOTS;
-            let i = self.heads[s];
-            if let Some(node) = self.nodes.get_mut(i as usize) {
-                let k = node.key;
-                if k < self.far_min {
-                    if time_of(k) > until.0 {
-                        return None;
-                    }
-                    let (next, ev) = (node.next, node.ev);
-                    node.next = self.free;
-                    self.free = i;
-                    self.heads[s] = next;
-                    if next == NIL {
-                        let (w, bit) = word_bit(s);
-                        self.words[w] &= !bit;
-                        if self.words[w] == 0 {
-                            self.summary &= !(1 << w);
-                        }
-                    }
-                    return Some(self.handed_out(k, ev));
+        if let Some((k, s, i, prev)) = self.wheel_min() {
+            if self.far.peek().is_none_or(|Reverse(f)| f.key > k) {
+                if time_of(k) > until.0 {
+                    return None;
                 }
+                let node = self.nodes.get_mut(i as usize)?;
+                let (next, ev) = (node.next, node.ev);
+                node.next = self.free;
+                self.free = i;
+                match self.nodes.get_mut(prev as usize) {
+                    Some(p) => p.next = next,
+                    None => self.heads[s] = next,
+                }
+                if self.heads[s] == NIL {
+                    let (w, bit) = word_bit(s);
+                    self.words[w] &= !bit;
+                    if self.words[w] == 0 {
+                        self.summary &= !(1 << w);
+                    }
+                }
+                self.in_wheel -= 1;
+                return Some(self.handed_out(k, ev));
             }
         }
         self.pop_far(until)
@@ -272,11 +264,14 @@ impl<E: Copy> EventQueue<E> {
     #[cold]
     #[inline(never)]
     fn pop_far(&mut self, until: SimTime) -> Option<(SimTime, E)> {
-        if self.far_min == Key::MAX || time_of(self.far_min) > until.0 {
+        if self
+            .far
+            .peek()
+            .is_none_or(|Reverse(f)| time_of(f.key) > until.0)
+        {
             return None;
         }
         let Reverse(f) = self.far.pop()?;
-        self.far_min = self.far.peek().map_or(Key::MAX, |Reverse(f)| f.key);
         Some(self.handed_out(f.key, f.ev))
     }
 
@@ -287,9 +282,9 @@ impl<E: Copy> EventQueue<E> {
         (SimTime(time_of(k)), ev)
     }
 
-    /// Events waiting (every push takes a sequence number, every pop counts).
+    /// Events waiting.
     pub fn len(&self) -> usize {
-        (self.seq - self.popped) as usize
+        self.in_wheel + self.far.len()
     }
 
     /// Whether nothing is waiting.
