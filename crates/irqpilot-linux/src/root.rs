@@ -56,24 +56,9 @@ fn replace_atomically(path: &Path, text: &str) -> io::Result<()> {
 /// outside tool put there a moment earlier is never lost unseen. Filesystems without the
 /// exchange answer `EINVAL` (and old kernels `ENOSYS`).
 pub fn exchange(a: &Path, b: &Path) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let a = std::ffi::CString::new(a.as_os_str().as_bytes())?;
-    let b = std::ffi::CString::new(b.as_os_str().as_bytes())?;
-    // SAFETY: two NUL-terminated paths that outlive the call; no memory is handed over.
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    // A path holding a NUL byte is refused as `EINVAL` (InvalidInput), as any path call does.
+    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE).map_err(io::Error::from)
 }
 
 /// File the digital twin writes at the top of its exported tree once the tree is whole (its
@@ -254,6 +239,25 @@ pub(crate) fn process_exists(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The exchange swaps two files in place, and its errors are the kernel's, by kind.
+    #[test]
+    fn exchange_swaps_two_files() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        std::fs::write(&a, "mine\n").unwrap();
+        std::fs::write(&b, "theirs\n").unwrap();
+        exchange(&a, &b).unwrap();
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "theirs\n");
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "mine\n");
+        // Both names must exist: a missing one is ENOENT, nothing moves.
+        let gone = d.path().join("gone");
+        let e = exchange(&a, &gone).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "theirs\n");
+        let e = exchange(Path::new("a\0b"), &b).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
 
     /// On plain files a knob write replaces the file whole: a reader polling it while values
     /// are written never sees it empty or half written.
