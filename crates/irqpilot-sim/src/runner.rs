@@ -169,7 +169,15 @@ fn drive_sampled(
             let wanted = next_interval_ns(policies, DEFAULT_PERIOD_NS);
             moderator_period.map_or(wanted, |m| m.min(wanted)).max(1)
         };
-        let mut next_step = period(&policies);
+        // A moderator's daemon is running when the load arrives (its first period ends as the
+        // load starts): it takes the knobs over before the first packet, as a service started at
+        // boot does, instead of leaving 10 ms of load at the driver's default, which parted its
+        // run from `none`'s even where it then holds nothing back.
+        let mut next_step = if moderator_period.is_some() {
+            0
+        } else {
+            period(&policies)
+        };
         let mut next_rotation = rotation.as_ref().map_or(u64::MAX, Rotation::interval_ns);
         let export_step = export.as_ref().map(|e| e.options().step_ns.max(1));
         let mut next_export = export_step.unwrap_or(u64::MAX);
