@@ -10,7 +10,10 @@
 //!   from `/proc/diskstats`) over a few periods at the current target (baseline);
 //! * move the target one step, let the fast loop settle, measure again (probe);
 //! * a step **up** is kept unless it cost completions (the knee is below it: undone, and the
-//!   rate remembered as too high); a step **down** is kept only if it bought completions;
+//!   rate remembered as too high); a step **down** is kept only if it bought completions,
+//!   or if it bought nothing more after steps down that did (a descent from a collapse): a
+//!   load at line rate keeps its work while the platform's capacity, falling past the knee,
+//!   still exceeds it, so the step that stops buying may start past the knee;
 //!   with no difference, the higher target wins (fewer delays, lower latency);
 //! * a step up never goes more than one ordinary step (25%) past the highest target kept so
 //!   far: the knee may lie just above what was proven, and every period spent past it is a
@@ -291,6 +294,8 @@ pub(crate) struct KneeFinder {
     step: f64,
     /// A step up was kept in this search.
     climbed: bool,
+    /// A step down bought completions in this search.
+    descended: bool,
     /// Direction of the probe after the next baseline.
     next_dir: Dir,
     /// Whether a search has ever finished.
@@ -352,6 +357,7 @@ impl KneeFinder {
             phase: Phase::Parked,
             step: FIRST_STEP,
             climbed: false,
+            descended: false,
             next_dir: Dir::Up,
             searched: false,
             period: 0,
@@ -414,6 +420,7 @@ impl KneeFinder {
         self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
         self.parked_work = Some(work);
         self.climbed = false;
+        self.descended = false;
     }
 
     /// Moves the target one step in `dir` from where it is; `false` when it cannot move.
@@ -857,7 +864,18 @@ impl KneeFinder {
                     "knee search: target {from:.0} -> {to:.0}/s bought completions ({pct:+.1}%)"
                 ));
                 self.step = (self.step * 1.5).min(0.5);
+                self.descended = true;
                 self.start_probe(Dir::Down, probe, work);
+            }
+            // The end of a descent: the upper target may lie past the knee, hidden by a
+            // line-rate load the platform still carries there; the lower one is the safe side
+            // and costs one step of delay.
+            (Dir::Down, Verdict::Same) if self.descended => {
+                self.proven = self.proven.min(to);
+                self.last = Some(format!(
+                    "knee search: {to:.0}/s bought nothing more ({pct:+.1}%) after steps down that did: target {to:.0}/s"
+                ));
+                self.park(work);
             }
             (Dir::Down, Verdict::Same | Verdict::Worse) => {
                 self.target = from;

@@ -402,3 +402,43 @@ fn a_periodic_recheck_does_not_probe_down_from_a_steady_rate() {
         "parked at {parked:.0}/s, a recheck went down to {low:.0}/s"
     );
 }
+
+#[test]
+fn a_descent_at_line_rate_ends_on_the_safe_side_of_the_knee() {
+    // A load at line rate on a platform that collapses past 700 k/s: the platform's capacity
+    // falls as knee / rate, but the work stays at the line rate until the capacity drops under
+    // it (here at 1/0.9 of the knee). A descent from a collapse buys completions step by step;
+    // the step that buys nothing more may start from a target inside that flat stretch, past
+    // the knee, where the work hides a platform at 90% efficiency (every burst there crosses
+    // further). The lower target of that step is where the descent ends.
+    let knee = 700_000.0;
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    let mut targets = Vec::new();
+    for i in 0..1500u32 {
+        let rate = k.target();
+        let capacity = if rate > knee { knee / rate } else { 1.0 };
+        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+        k.observe(&Observation {
+            work: vec![("eth0".into(), 1e10 * capacity.min(0.9) * noise, rate)],
+            binding: true,
+            rate,
+            natural: 3_000_000.0,
+            settled: true,
+            at_limit: false,
+            least: 0.0,
+        });
+        targets.push(k.target());
+    }
+    assert!(
+        targets.iter().any(|&t| t > knee / 0.9),
+        "the search never saw the collapse"
+    );
+    let parked = targets[targets.len() - 200..]
+        .iter()
+        .copied()
+        .fold(0.0, f64::max);
+    assert!(
+        parked <= knee,
+        "parked at {parked:.0}/s, past the knee {knee:.0}/s"
+    );
+}
