@@ -200,16 +200,9 @@ const SYSFS_MAGIC: i64 = 0x6265_6572;
 
 /// The file system magic of the mount holding `path`, if it can be asked.
 fn fs_magic(path: &Path) -> Option<i64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: a zeroed statfs is a valid out-parameter; `c` is a NUL-terminated path that lives
-    // for the call, and the kernel writes only into `st`.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
+    let st = rustix::fs::statfs(path).ok()?;
     #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets.
-    let magic = st.f_type as i64;
-    (rc == 0).then_some(magic)
+    Some(st.f_type as i64)
 }
 
 /// Whether `dir` is on a procfs mount.
@@ -224,16 +217,17 @@ fn on_kernel_fs(path: &Path) -> bool {
 
 /// Whether process `pid` exists (signal 0: existence and permission check only).
 pub(crate) fn process_exists(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
         return false;
     };
-    if pid <= 0 {
-        return false;
+    match rustix::process::test_kill_process(pid) {
+        Ok(()) => true,
+        // EPERM: it exists but belongs to someone else.
+        Err(e) => e == rustix::io::Errno::PERM,
     }
-    // SAFETY: kill(2) with signal 0 sends nothing; it only checks the pid.
-    let rc = unsafe { libc::kill(pid, 0) };
-    // EPERM: it exists but belongs to someone else.
-    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 #[cfg(test)]
@@ -328,6 +322,26 @@ mod tests {
         );
         std::fs::write(d.path().join(TWIN_READY_FILE), "0\n").unwrap();
         assert_eq!(r.backing(), Backing::Fixture);
+    }
+
+    /// The mount and process checks that decide "is this root live?" (statfs and kill(pid, 0)).
+    #[test]
+    fn kernel_file_systems_and_processes_are_recognised() {
+        assert!(is_procfs(Path::new("/proc")));
+        assert!(on_kernel_fs(Path::new("/proc/interrupts")));
+        assert!(on_kernel_fs(Path::new("/sys/kernel")));
+        let d = tempfile::tempdir().unwrap();
+        assert!(!is_procfs(d.path()));
+        assert!(!on_kernel_fs(d.path()));
+        assert_eq!(fs_magic(Path::new("/nonexistent-root")), None);
+        assert!(process_exists(std::process::id()));
+        assert!(
+            process_exists(1),
+            "init exists, whoever owns it (EPERM counts)"
+        );
+        assert!(!process_exists(0));
+        assert!(!process_exists(u32::MAX));
+        assert!(!process_exists(i32::MAX as u32));
     }
 
     #[test]
