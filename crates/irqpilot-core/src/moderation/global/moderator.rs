@@ -343,8 +343,9 @@ impl GlobalModerator {
         }
         let relax = device_total < relax_below;
         let nvme_in = nvme_inputs(knobs, &srcs, rates);
-        let dev_ceiling = self.light_devices(knobs, &srcs, &nvme_in, fixed_use, target, ceiling);
-        let least = self.least_rate(knobs, &srcs, &nvme_in, fixed_use);
+        let nvme_least = self.nvme_least(&nvme_in);
+        let dev_ceiling = self.light_devices(knobs, &srcs, nvme_least, fixed_use, target, ceiling);
+        let least = self.least_rate(knobs, &srcs, nvme_least.0, fixed_use);
         // Whether every NIC queue held back is at its ceiling already.
         let mut nic_at_limit = true;
         let mut nic_capped = false;

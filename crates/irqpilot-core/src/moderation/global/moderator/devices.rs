@@ -86,7 +86,7 @@ impl GlobalModerator {
     /// largest threshold makes what it makes (its timer may fire before the threshold fills);
     /// below it, its completions over that threshold. With the delay they impose when some
     /// can be coalesced at all (their 100 us timer).
-    fn nvme_least(&self, nvme_in: &BTreeMap<String, CtrlInput>) -> (f64, f64) {
+    pub(super) fn nvme_least(&self, nvme_in: &BTreeMap<String, CtrlInput>) -> (f64, f64) {
         let mut least = 0.0;
         let mut pays: f64 = 0.0;
         for c in nvme_in.values() {
@@ -108,12 +108,12 @@ impl GlobalModerator {
     /// are, NVMe controllers at their least, every NIC queue at the latency ceiling. A rate
     /// under it is out of reach whatever the target: interrupts the moderator cannot act on
     /// (NVMe whose reads in flight are too few to aggregate, queues already at the ceiling)
-    /// are no sign that the platform is collapsing.
+    /// are no sign that the platform is collapsing. `nvme_least`: [`Self::nvme_least`]'s rate.
     pub(super) fn least_rate(
         &self,
         knobs: &BTreeMap<IrqNum, Knob>,
         srcs: &[Src],
-        nvme_in: &BTreeMap<String, CtrlInput>,
+        nvme_least: f64,
         fixed_use: f64,
     ) -> f64 {
         let latency_ceiling = self.cfg.delay_us as f64;
@@ -125,7 +125,7 @@ impl GlobalModerator {
                 rate_at(s.rate, cur, latency_ceiling.max(cur))
             })
             .sum();
-        fixed_use + self.nvme_least(nvme_in).0 + nic
+        fixed_use + nvme_least + nic
     }
 
     /// Ceilings for light NIC devices: a device the target is unreachable without (the rest,
@@ -134,28 +134,27 @@ impl GlobalModerator {
     /// pays every microsecond in transactions. Such a device pays no more than the rest does
     /// (the NVMe timer of coalesced controllers, the delays of other NIC devices), provided
     /// what that adds stays within half the hysteresis band. Devices absent from the map keep
-    /// `ceiling`.
+    /// `ceiling`. `nvme`: [`Self::nvme_least`] (the controllers' least rate, their delay).
     pub(super) fn light_devices(
         &self,
         knobs: &BTreeMap<IrqNum, Knob>,
         srcs: &[Src],
-        nvme_in: &BTreeMap<String, CtrlInput>,
+        nvme: (f64, f64),
         fixed_use: f64,
         target: f64,
         ceiling: f64,
     ) -> HashMap<String, f64> {
-        let at = rate_at;
         let mut nic: BTreeMap<&str, NicDevice> = BTreeMap::new();
         for s in srcs {
             if let Some(Knob::NicQueue { device, .. }) = knobs.get(&s.irq) {
                 let cur = self.delay.get(&s.irq).copied().unwrap_or(0.0);
                 let e = nic.entry(device.as_str()).or_default();
-                e.at_ceiling += at(s.rate, cur, ceiling);
+                e.at_ceiling += rate_at(s.rate, cur, ceiling);
                 e.longest = e.longest.max(cur);
                 e.queues.push((s.rate, cur));
             }
         }
-        let (nvme_least, nvme_pays) = self.nvme_least(nvme_in);
+        let (nvme_least, nvme_pays) = nvme;
         // Every source at its least (NIC devices at the ceiling) still over the target: no
         // device's holding is needed to reach it, whatever it holds.
         let least: f64 = fixed_use + nvme_least + nic.values().map(|d| d.at_ceiling).sum::<f64>();
@@ -174,7 +173,7 @@ impl GlobalModerator {
             let extra: f64 = nd
                 .queues
                 .iter()
-                .map(|&(r, cur)| at(r, cur, d) - at(r, cur, ceiling))
+                .map(|&(r, cur)| rate_at(r, cur, d) - rate_at(r, cur, ceiling))
                 .sum();
             if d < ceiling && extra <= target * self.cfg.hysteresis / 2.0 {
                 out.insert((*dev).to_string(), d);
