@@ -322,6 +322,15 @@ pub(crate) struct KneeFinder {
     down_futile: Option<(f64, u64)>,
     /// The natural rate when a new search started (0: none): its first probe goes no further.
     first_probe: f64,
+    /// The moderator says the period being observed ran with nothing held back.
+    unheld_next: bool,
+    /// Work and interrupt rate of the newest period that ran with nothing held back, and when.
+    unheld: Option<(f64, f64, u64)>,
+    /// A new search started as the load was seen unheld: that period's work and rate (the
+    /// first probe may go there, see `natural_ground`).
+    first_work: Option<(f64, f64)>,
+    /// The probe under way went to the load's own rate on that evidence.
+    jumped: bool,
     /// The highest target a probe up was kept at (0: none yet): steps grow up to it, and go
     /// past it by `UNPROVEN_STEP` at most.
     proven: f64,
@@ -372,6 +381,10 @@ impl KneeFinder {
             load_seen: None,
             down_futile: None,
             first_probe: 0.0,
+            unheld_next: false,
+            unheld: None,
+            first_work: None,
+            jumped: false,
             proven: 0.0,
             natural: 0.0,
             natural_peak: 0.0,
@@ -465,6 +478,23 @@ impl KneeFinder {
 
     fn start_probe(&mut self, dir: Dir, base: Summary, work: f64) {
         let from = self.target;
+        self.jumped = false;
+        if let Some(to) = self
+            .first_work
+            .take()
+            .filter(|_| dir == Dir::Up)
+            .and_then(|seen| self.natural_ground(seen, &base))
+        {
+            self.first_probe = 0.0;
+            self.target = to;
+            self.jumped = true;
+            self.phase = Phase::Settle {
+                left: SETTLE,
+                waited: 0,
+                probe: Some(Probe { from, dir, base }),
+            };
+            return;
+        }
         // "Does holding back cost anything?": where the natural rate is within one step, the
         // first probe goes just past it (by `NATURAL_CLEAR`, so that its noise does not hold
         // the load back now and then); never further than one step.
@@ -510,6 +540,9 @@ impl KneeFinder {
             return;
         }
         let work: f64 = obs.work.iter().map(|(_, w, _)| w).sum();
+        if std::mem::take(&mut self.unheld_next) {
+            self.unheld = Some((work, obs.rate, self.period));
+        }
         if obs.natural > 0.0 {
             self.natural = obs.natural;
         }
@@ -540,7 +573,14 @@ impl KneeFinder {
             {
                 None
             }
-            Phase::Settle { probe: Some(p), .. } if p.dir == Dir::Up => {
+            // Not in the probe's first period: it ran on the delays decided before the target
+            // moved (the fast loop's last correction at the old target, 5-10% on traffic whose
+            // work follows its interrupts), so it says nothing about the probe.
+            Phase::Settle {
+                probe: Some(p),
+                waited,
+                ..
+            } if p.dir == Dir::Up && *waited > 0 => {
                 let (base, sd) = p.base.total_and_sd();
                 let loss = (work - base) / base.max(1e-9);
                 let noise = Z * sd / base.max(1e-9);
@@ -684,6 +724,11 @@ impl KneeFinder {
                     self.load_seen = None;
                     self.first_probe = obs.natural;
                     self.recheck = self.searched && !load_changed;
+                    // Only the load's arrival itself, seen unheld in this very period.
+                    self.first_work = self
+                        .unheld
+                        .filter(|u| u.2 == self.period && !self.recheck)
+                        .map(|u| (u.0, u.1));
                     if self.recheck {
                         self.step = RECHECK_STEP;
                     } else {
@@ -812,6 +857,7 @@ impl KneeFinder {
     }
 
     fn conclude(&mut self, p: Probe, probe: Summary, work: f64, binding: bool) {
+        let jumped = self.jumped;
         let (mut verdict, score, se) = compare(&p.base, &probe);
         let (from, to) = (p.from, self.target);
         // Up is the risky direction (towards the cliff): any loss beyond the least effect
@@ -853,7 +899,14 @@ impl KneeFinder {
                         .min(self.too_high * MARGIN);
                     self.target = self.target.max(clear);
                     self.proven = self.proven.max(self.target);
-                    self.park(work);
+                    if jumped {
+                        // The ground between the start and the load's own rate was skipped:
+                        // one step down asks whether a knee there does better.
+                        self.step = FIRST_STEP;
+                        self.start_probe(Dir::Down, probe, work);
+                    } else {
+                        self.park(work);
+                    }
                 }
             }
             (Dir::Up, Verdict::Worse) => self.reject_up(p, pct, "cost completions", probe.max_rate),
@@ -888,6 +941,8 @@ impl KneeFinder {
         }
     }
 }
+
+mod ground;
 
 #[cfg(test)]
 mod tests;

@@ -458,6 +458,9 @@ impl GlobalModerator {
                 obs.work.push((c.name.clone(), w, c.rate));
             }
         }
+        if !moderating {
+            self.knee.ran_unheld();
+        }
         self.knee.observe(&obs);
         if let Some(n) = self.knee.take_note() {
             notes.push(n);

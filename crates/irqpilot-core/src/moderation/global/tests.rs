@@ -611,3 +611,117 @@ fn interrupts_nothing_can_hold_do_not_squeeze_a_nic_on_a_healthy_platform() {
         g.delays()
     );
 }
+
+/// One period of request/response traffic on `n` NIC queues under `g`'s delays: each queue
+/// makes `1 / (1/natural + delay)` interrupts/s and completes one transaction of `bytes` per
+/// interrupt (a closed loop pays every delay in transactions). Past `knee` (if any) the
+/// platform's DMA runs at `knee / rate` of `capacity` transactions/s (an affected SoC). Returns
+/// the rates and the work done (bytes/s).
+fn request_response_rates(
+    g: &GlobalModerator,
+    (n, natural, bytes): (u32, f64, f64),
+    knee: Option<(f64, f64)>,
+) -> (Rates, f64) {
+    let mut r = rates(n, 0.0, None);
+    let mut total = 0.0;
+    for (i, row) in r.rows.iter_mut().enumerate() {
+        let d = g
+            .delays()
+            .get(&IrqNum(40 + i as u32))
+            .copied()
+            .unwrap_or(0.0);
+        let rate = 1.0 / (1.0 / natural + d * 1e-6);
+        row.total_per_sec = rate;
+        row.per_cpu_per_sec = vec![rate];
+        total += rate;
+    }
+    let done = match knee {
+        Some((knee, capacity)) if total > knee => total.min(capacity * knee / total),
+        _ => total,
+    };
+    r.net = vec![crate::devstats::NetRate {
+        name: "eth0".into(),
+        rx_bytes_per_sec: bytes * done / 2.0,
+        rx_packets_per_sec: done,
+        tx_bytes_per_sec: bytes * done / 2.0,
+        tx_packets_per_sec: done,
+    }];
+    (r, bytes * done)
+}
+
+/// Held-out gen-7-6 / gen-9-5: request/response traffic on a healthy platform making several
+/// M interrupts/s at medium load. The period before the target first bound ran at the load's
+/// own rate and did 4-6x the work the starting target leaves it: that rate is ground the
+/// machine was just seen on, not an unknown above a knee. The search's first probe goes there
+/// (it climbed in 25% steps from 1 M/s, and the queues were held for most of a second: p95
+/// 1.47x, p99 2.4x `none`).
+#[test]
+fn a_rate_the_load_was_just_seen_doing_more_work_at_is_reached_at_once() {
+    let n = 64u32;
+    let m = queues(n, static_knob);
+    let mut g = GlobalModerator::new(GlobalModerationConfig::default());
+    g.decide(&PolicyInput {
+        machine: &m,
+        rates: None,
+        now: MonoNs(0),
+    });
+    let mut held = Vec::new();
+    for p in 1..300 {
+        let (r, _) = request_response_rates(&g, (n, 100_000.0, 300.0), None);
+        decide(&mut g, &m, &r, p);
+        if !g.delays().is_empty() {
+            held.push(p);
+        }
+    }
+    let last = held.last().copied().unwrap_or(0);
+    assert!(
+        last <= 30 && held.len() <= 30,
+        "queues held in {} periods, the last at {last} (target {:.0}/s)",
+        held.len(),
+        g.target_per_sec()
+    );
+}
+
+/// The same traffic on affected platforms whose knee lies between the starting target and
+/// the load's own rate: the work done there is no proof about the ground in between, so the
+/// search still ends near where the platform does its best, not parked at the load's rate
+/// (within 20%: the descent's steps are coarse, 25% growing by half, and the best here is a
+/// sharp peak where the closed loop meets the falling DMA capacity). Before the jump: 0.94,
+/// 0.83 and 0.76 of the best; after: 0.94, 0.84, 0.92.
+#[test]
+fn a_knee_under_the_natural_rate_is_still_found() {
+    let n = 64u32;
+    let bytes = 300.0;
+    for (knee, capacity) in [
+        (2_000_000.0, 2_500_000.0),
+        (2_000_000.0, 5_000_000.0),
+        (3_000_000.0, 4_000_000.0),
+    ] {
+        let m = queues(n, static_knob);
+        let mut g = GlobalModerator::new(GlobalModerationConfig::default());
+        g.decide(&PolicyInput {
+            machine: &m,
+            rates: None,
+            now: MonoNs(0),
+        });
+        let mut late = Vec::new();
+        for p in 1..600 {
+            let (r, work) =
+                request_response_rates(&g, (n, 100_000.0, bytes), Some((knee, capacity)));
+            decide(&mut g, &m, &r, p);
+            if p >= 400 {
+                late.push(work);
+            }
+        }
+        // The best the platform can do: at the rate where the closed loop meets the DMA
+        // capacity (or the knee, if the load fits under it).
+        let best = bytes * (capacity * knee).sqrt().max(knee).min(6_400_000.0);
+        let mean = late.iter().sum::<f64>() / late.len() as f64;
+        assert!(
+            mean >= 0.8 * best,
+            "knee {knee:.0}/s, capacity {capacity:.0}/s: work {:.3} of the best (target {:.0}/s)",
+            mean / best,
+            g.target_per_sec()
+        );
+    }
+}

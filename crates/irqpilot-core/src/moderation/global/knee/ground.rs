@@ -1,0 +1,48 @@
+//! The load's own rate as ground already seen.
+//!
+//! A search's steps up are bounded (`UNPROVEN_STEP`) because the knee may lie anywhere above
+//! what was proven, and a probe past it collapses the platform. But the period in which a
+//! load arrives runs with nothing held back: the machine was just seen at the load's own
+//! rate, doing that period's work. When that work is well above what the starting target
+//! leaves the load (request/response traffic pays every delay in transactions), more
+//! interrupts bought completions all the way there, and climbing to it in 25% steps holds
+//! back for most of a second what nothing needed held (held-out gen-7-6, 13.9 M/s of RPC on a
+//! healthy platform: p95 1.47x, p99 2.4x `none`). The first probe then goes to that rate,
+//! judged like any step up (a loss undoes it at once). Past a knee at line rate the arrival's
+//! period shows the collapse (less work than the target's), and the search climbs as before.
+//! The ground in between was skipped, not seen: a knee there could still do better than the
+//! load's own rate (a closed loop that the platform's falling DMA capacity binds), so a kept
+//! jump is followed by one step down, and a descent where that buys completions.
+
+use super::{EARLY_LOSS, KneeFinder, MARGIN, MAX_TARGET, MIN_STEP, NATURAL_CLEAR, Summary, Z};
+
+impl KneeFinder {
+    /// The moderator's word that the period it is about to report ran with nothing held back
+    /// (no delay, no NVMe threshold): its work is the load's own.
+    pub(crate) fn ran_unheld(&mut self) {
+        self.unheld_next = true;
+    }
+
+    /// Where a new search's first probe goes when the load's arrival, seen unheld (`seen`:
+    /// work and interrupt rate of that period), did more work than the baseline `base` at the
+    /// target: the load's own rate, cleared by `NATURAL_CLEAR`. `None`: an ordinary step (the
+    /// rate is within one, or the work is no better beyond one period's noise and the bar of
+    /// an early verdict).
+    pub(super) fn natural_ground(&self, (work, rate): (f64, f64), base: &Summary) -> Option<f64> {
+        let start = self.target.max(self.least);
+        if rate <= start * (1.0 + self.step) {
+            return None;
+        }
+        let (mean, sd) = base.total_and_sd();
+        let n = base.devices.values().map(|d| d.2).fold(1.0, f64::max);
+        // One period against the baseline's mean.
+        let se = sd * (1.0 + 1.0 / n).sqrt();
+        if mean <= 0.0 || work - mean <= (Z * se).max(EARLY_LOSS * mean) {
+            return None;
+        }
+        let to = (rate * (1.0 + NATURAL_CLEAR))
+            .min(MAX_TARGET)
+            .min(self.too_high * MARGIN);
+        (to > self.target * (1.0 + MIN_STEP)).then_some(to)
+    }
+}
