@@ -418,6 +418,24 @@ fn nic_beside_nvme(nic_q: u32, vectors: u32) -> Machine {
     m
 }
 
+/// Sets each NIC queue row of `r` (IRQs 40..) to `1 / (1/natural + delay)` interrupts/s under
+/// `g`'s delays (a holdoff spaces a queue's interrupts by the delay beyond its own gaps);
+/// returns their sum.
+fn delayed_queue_rates(g: &GlobalModerator, r: &mut Rates, natural: f64) -> f64 {
+    let mut total = 0.0;
+    for row in &mut r.rows {
+        let RowLabel::Irq(irq) = row.label else {
+            continue;
+        };
+        let d = g.delays().get(&irq).copied().unwrap_or(0.0);
+        let rate = 1.0 / (1.0 / natural + d * 1e-6);
+        row.total_per_sec = rate;
+        row.per_cpu_per_sec = vec![rate];
+        total += rate;
+    }
+    total
+}
+
 /// One period of [`nic_beside_nvme`] under `g`'s settings: each NIC queue makes
 /// `1 / (1/nic_natural + delay)` interrupts/s and moves `bytes_per_intr` bytes per interrupt
 /// (request/response traffic pays its delays in transactions); each vector completes
@@ -435,18 +453,7 @@ fn nic_beside_nvme_rates(
         .unwrap_or(1)
         .max(1) as f64;
     let mut r = rates(nic_q, 0.0, None);
-    let mut nic_total = 0.0;
-    for (i, row) in r.rows.iter_mut().enumerate() {
-        let d = g
-            .delays()
-            .get(&IrqNum(40 + i as u32))
-            .copied()
-            .unwrap_or(0.0);
-        let rate = 1.0 / (1.0 / nic_natural + d * 1e-6);
-        row.total_per_sec = rate;
-        row.per_cpu_per_sec = vec![rate];
-        nic_total += rate;
-    }
+    let nic_total = delayed_queue_rates(g, &mut r, nic_natural);
     for v in 0..vectors {
         r.rows.push(RowRate {
             label: RowLabel::Irq(IrqNum(100 + v)),
@@ -623,18 +630,7 @@ fn request_response_rates(
     knee: Option<(f64, f64)>,
 ) -> (Rates, f64) {
     let mut r = rates(n, 0.0, None);
-    let mut total = 0.0;
-    for (i, row) in r.rows.iter_mut().enumerate() {
-        let d = g
-            .delays()
-            .get(&IrqNum(40 + i as u32))
-            .copied()
-            .unwrap_or(0.0);
-        let rate = 1.0 / (1.0 / natural + d * 1e-6);
-        row.total_per_sec = rate;
-        row.per_cpu_per_sec = vec![rate];
-        total += rate;
-    }
+    let total = delayed_queue_rates(g, &mut r, natural);
     let done = match knee {
         Some((knee, capacity)) if total > knee => total.min(capacity * knee / total),
         _ => total,
@@ -649,6 +645,19 @@ fn request_response_rates(
     (r, bytes * done)
 }
 
+/// `n` queues and a default moderator whose first period (no rates yet) has put the idle
+/// settings in place, as the daemon has when a load arrives.
+fn started(n: u32) -> (Machine, GlobalModerator) {
+    let m = queues(n, static_knob);
+    let mut g = GlobalModerator::new(GlobalModerationConfig::default());
+    g.decide(&PolicyInput {
+        machine: &m,
+        rates: None,
+        now: MonoNs(0),
+    });
+    (m, g)
+}
+
 /// Held-out gen-7-6 / gen-9-5: request/response traffic on a healthy platform making several
 /// M interrupts/s at medium load. The period before the target first bound ran at the load's
 /// own rate and did 4-6x the work the starting target leaves it: that rate is ground the
@@ -658,13 +667,7 @@ fn request_response_rates(
 #[test]
 fn a_rate_the_load_was_just_seen_doing_more_work_at_is_reached_at_once() {
     let n = 64u32;
-    let m = queues(n, static_knob);
-    let mut g = GlobalModerator::new(GlobalModerationConfig::default());
-    g.decide(&PolicyInput {
-        machine: &m,
-        rates: None,
-        now: MonoNs(0),
-    });
+    let (m, mut g) = started(n);
     let mut held = Vec::new();
     for p in 1..300 {
         let (r, _) = request_response_rates(&g, (n, 100_000.0, 300.0), None);
@@ -697,13 +700,7 @@ fn a_knee_under_the_natural_rate_is_still_found() {
         (2_000_000.0, 5_000_000.0),
         (3_000_000.0, 4_000_000.0),
     ] {
-        let m = queues(n, static_knob);
-        let mut g = GlobalModerator::new(GlobalModerationConfig::default());
-        g.decide(&PolicyInput {
-            machine: &m,
-            rates: None,
-            now: MonoNs(0),
-        });
+        let (m, mut g) = started(n);
         let mut late = Vec::new();
         for p in 1..600 {
             let (r, work) =
