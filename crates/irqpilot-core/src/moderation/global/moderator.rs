@@ -431,6 +431,14 @@ impl GlobalModerator {
         }
         let inputs: Vec<CtrlInput> = nvme_in.into_values().collect();
         let raised = reaim && target > self.cfg.min_intr_rate && device_total < aim;
+        // The NIC work beside the drives: what a threshold past the reads in flight may buy.
+        let nic_bytes: f64 = rates
+            .net
+            .iter()
+            .filter(|n| dev_rate.contains_key(n.name.as_str()))
+            .map(|n| n.rx_bytes_per_sec + n.tx_bytes_per_sec)
+            .sum();
+        self.nvme.set_beside(nic_bytes);
         notes.extend(self.nvme.update(&inputs, device_total, aim, relax, raised));
 
         // What the devices completed, for the knee search.
