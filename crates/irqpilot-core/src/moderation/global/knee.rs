@@ -330,8 +330,6 @@ pub(crate) struct KneeFinder {
     first_probe: f64,
     /// The moderator says the period being observed ran with nothing held back.
     unheld_next: bool,
-    /// Work and interrupt rate of the newest period that ran with nothing held back, and when.
-    unheld: Option<(f64, f64, u64)>,
     /// A new search started as the load was seen unheld: that period's work and rate (the
     /// first probe may go there, see `natural_ground`).
     first_work: Option<(f64, f64)>,
@@ -391,7 +389,6 @@ impl KneeFinder {
             down_futile: None,
             first_probe: 0.0,
             unheld_next: false,
-            unheld: None,
             first_work: None,
             jumped: false,
             proven: 0.0,
@@ -550,9 +547,7 @@ impl KneeFinder {
             return;
         }
         let work: f64 = obs.work.iter().map(|(_, w, _)| w).sum();
-        if std::mem::take(&mut self.unheld_next) {
-            self.unheld = Some((work, obs.rate, self.period));
-        }
+        let ran_unheld = std::mem::take(&mut self.unheld_next);
         if obs.natural > 0.0 {
             self.natural = obs.natural;
         }
@@ -736,10 +731,7 @@ impl KneeFinder {
                     self.noise = 0.0;
                     self.recheck = self.searched && !load_changed;
                     // Only the load's arrival itself, seen unheld in this very period.
-                    self.first_work = self
-                        .unheld
-                        .filter(|u| u.2 == self.period && !self.recheck)
-                        .map(|u| (u.0, u.1));
+                    self.first_work = (ran_unheld && !self.recheck).then_some((work, obs.rate));
                     if self.recheck {
                         self.step = RECHECK_STEP;
                     } else {

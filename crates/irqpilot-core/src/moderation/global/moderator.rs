@@ -431,20 +431,23 @@ impl GlobalModerator {
         }
         let inputs: Vec<CtrlInput> = nvme_in.into_values().collect();
         let raised = reaim && target > self.cfg.min_intr_rate && device_total < aim;
-        // The NIC work beside the drives: what a threshold past the reads in flight may buy.
-        let nic_bytes: f64 = rates
+        // What the moderated interfaces moved (bytes/s): work for the knee search, and the
+        // work beside the drives that a threshold past the reads in flight may buy.
+        let nic_work: Vec<(String, f64, f64)> = rates
             .net
             .iter()
-            .filter(|n| dev_rate.contains_key(n.name.as_str()))
-            .map(|n| n.rx_bytes_per_sec + n.tx_bytes_per_sec)
-            .sum();
-        self.nvme.set_beside(nic_bytes);
+            .filter_map(|n| {
+                let r = dev_rate.get(n.name.as_str())?;
+                Some((n.name.clone(), n.rx_bytes_per_sec + n.tx_bytes_per_sec, *r))
+            })
+            .collect();
+        self.nvme.set_beside(nic_work.iter().map(|w| w.1).sum());
         notes.extend(self.nvme.update(&inputs, device_total, aim, relax, raised));
 
         // What the devices completed, for the knee search.
         let held = !self.delay.is_empty() || self.nvme.thresholds().any(|(_, t)| t > 1);
         let mut obs = Observation {
-            work: Vec::new(),
+            work: nic_work,
             rate: device_total,
             natural: self.natural,
             settled: device_total <= target.max(least) * 1.02
@@ -455,12 +458,6 @@ impl GlobalModerator {
                 && (!self.nvme_capped(&inputs) || self.nvme.at_limit),
             binding: device_total >= target || held,
         };
-        for n in &rates.net {
-            if let Some(r) = dev_rate.get(n.name.as_str()) {
-                obs.work
-                    .push((n.name.clone(), n.rx_bytes_per_sec + n.tx_bytes_per_sec, *r));
-            }
-        }
         for c in &inputs {
             if let Some(w) = c.completions {
                 obs.work.push((c.name.clone(), w, c.rate));
