@@ -152,14 +152,13 @@ impl GlobalModerator {
     /// A moderator with these parameters.
     pub fn new(cfg: GlobalModerationConfig) -> GlobalModerator {
         let knee = KneeFinder::new(cfg.target_intr_rate, cfg.min_intr_rate, cfg.knee_search);
-        let nvme = NvmeGrid::with_ceiling(cfg.delay_us);
         GlobalModerator {
             last_target: cfg.target_intr_rate,
             cfg,
             smoothed: BTreeMap::new(),
             delay: BTreeMap::new(),
             frames: BTreeMap::new(),
-            nvme,
+            nvme: NvmeGrid::default(),
             hardirq: HardirqWatch::default(),
             cpu_caps: BTreeMap::new(),
             knee,
@@ -690,7 +689,7 @@ impl Policy for GlobalModerator {
         for (controller, cur) in nvme {
             let t = self.nvme.threshold(&controller);
             let want = if t >= 2 {
-                Some((self.nvme.time_units(), t))
+                Some((1, t))
             } else {
                 match self.cfg.idle {
                     Idle::None => Some((0, 1)),

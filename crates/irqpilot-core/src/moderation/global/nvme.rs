@@ -3,17 +3,8 @@
 //!
 //! The aggregation time counts 100 us units and the threshold whole completion entries
 //! (moderation.md 5.3); an interrupt fires when either is reached. The controller here works
-//! the threshold and keeps the time at the longest the latency ceiling allows (`delay_us` in
-//! whole 100 us units, at least one): a threshold-bound controller never waits for it, and
-//! one whose reads come too far apart to fill its threshold within one unit cannot be held
-//! to its allowance any other way (held-out gen-10-45: 144 vectors timer-bound at 1.23 M/s
-//! on a 0.53 M/s knee):
-//!
-//! * **Planned from what an interrupt carries.** A threshold `t` that the timer cuts short
-//!   carries fewer than `t` completions; the share it fills is measured per controller
-//!   (completions over interrupts over `t`, once the smoothed rate has followed a change) and
-//!   the plan divides by it, so a controller still over its allowance goes further instead
-//!   of stopping where `completions / allowance` says (gen-11-20: thresholds 16-17 carried 7).
+//! the threshold and keeps the time at its least non-zero value (100 us), a safety net for a
+//! queue that goes quiet:
 //!
 //! * **Never above the reads in flight.** A threshold larger than a vector's reads in flight
 //!   is reached only by the timer, so every read would wait for it. The mean reads in flight
@@ -64,13 +55,6 @@ pub(crate) const MAX_THRESHOLD: u16 = 256;
 pub(crate) const NVME_TIMER_US: f64 = 100.0;
 /// Relative change of a controller's completions that voids a learned floor.
 const FLOOR_RESET: f64 = 0.25;
-/// Periods after a threshold change before what an interrupt carries is measured: the rates
-/// are smoothed (half the newest period), so the old setting's rate fades by then to an eighth.
-const FILL_SETTLE: u64 = 3;
-/// Weight of the newest measurement of what an interrupt carries (closed loops complete in
-/// waves, period to period), and the least share of a threshold counted as filled.
-const FILL_WEIGHT: f64 = 0.5;
-const MIN_FILL: f64 = 0.05;
 /// A step past the reads-in-flight bound is kept when the controller's completions rose by this
 /// share: more than a period's noise (a host freed of interrupts gains far more at first; a
 /// closed loop gains nothing).
@@ -109,11 +93,6 @@ struct Ctrl {
     /// The threshold at which the extra was proven: its completions there are what a new
     /// load is judged against (a lower threshold does less work by itself).
     extra_t: u16,
-    /// Completions an interrupt carries per unit of threshold, as measured (at most 1): the
-    /// timer fires before a threshold fills when reads come more than `100 us / t` apart, and
-    /// a threshold planned as if every interrupt carried `t` completions leaves the rate over
-    /// its allowance for good.
-    fill: f64,
 }
 
 impl Default for Ctrl {
@@ -128,7 +107,6 @@ impl Default for Ctrl {
             extra: 0,
             extra_work: 0.0,
             extra_t: 0,
-            fill: 1.0,
         }
     }
 }
@@ -147,8 +125,6 @@ pub(crate) struct NvmeGrid {
     past_failed: BTreeMap<String, f64>,
     /// Work of the NIC devices beside the controllers this period (bytes/s), 0 when none.
     beside: f64,
-    /// The longest aggregation time the latency ceiling allows, 100 us units (0 counts as 1).
-    max_units: u8,
 }
 
 /// The largest threshold the reads in flight allow a controller.
@@ -159,72 +135,34 @@ pub(crate) fn max_threshold(c: &CtrlInput) -> u16 {
     }
 }
 
-/// One controller's planned threshold this period.
-#[derive(Clone, Debug)]
-struct Planned {
-    name: String,
-    t: u16,
-    /// Completions/s.
-    work: f64,
-    /// Interrupts/s it is allowed (or its share of the aim).
-    allowance: f64,
-    /// Its measured [`Ctrl::fill`].
-    fill: f64,
-}
-
-impl Planned {
-    /// The interrupts/s it would make at threshold `t`.
-    fn rate_at(&self, t: u16) -> f64 {
-        self.work / (f64::from(t.max(1)) * self.fill).max(1.0)
-    }
-
-    /// The least threshold that brings it to `allowance`.
-    fn need(&self) -> f64 {
-        (self.work / (self.allowance.max(1.0) * self.fill) - 1e-9)
-            .ceil()
-            .max(1.0)
-    }
-}
-
 /// Lowers thresholds one grid point at a time, largest slack (allowance over the rate it
-/// would make) first, where the rate they make together ([`Planned::rate_at`]) stays within
+/// would make) first, where the rate they make together (`work / t` each) stays within
 /// `budget` and no threshold goes under its `lowest`: different settings across controllers,
-/// so that the machine lands between two grid points instead of on the coarser one.
-fn land_between(plan: &mut [Planned], lowest: &[u16], budget: f64) {
-    let predicted = |plan: &[Planned]| -> f64 { plan.iter().map(|p| p.rate_at(p.t)).sum() };
+/// so that the machine lands between two grid points instead of on the coarser one. `plan`
+/// holds (controller, threshold, completions/s, allowance/s).
+fn land_between(plan: &mut [(String, u16, f64, f64)], lowest: &[u16], budget: f64) {
+    let predicted = |plan: &[(String, u16, f64, f64)]| -> f64 {
+        plan.iter().map(|(_, t, w, _)| w / f64::from(*t)).sum()
+    };
     let mut order: Vec<usize> = (0..plan.len()).collect();
     order.sort_by(|&a, &b| {
-        let slack = |i: usize| plan[i].allowance - plan[i].rate_at(plan[i].t);
+        let slack = |i: usize| plan[i].3 - plan[i].2 / f64::from(plan[i].1);
         slack(b)
             .total_cmp(&slack(a))
-            .then(plan[a].name.cmp(&plan[b].name))
+            .then(plan[a].0.cmp(&plan[b].0))
     });
     for i in order {
-        if plan[i].t <= lowest.get(i).copied().unwrap_or(1).max(1) {
+        if plan[i].1 <= lowest.get(i).copied().unwrap_or(1).max(1) {
             continue;
         }
-        plan[i].t -= 1;
+        plan[i].1 -= 1;
         if predicted(plan) > budget {
-            plan[i].t += 1;
+            plan[i].1 += 1;
         }
     }
 }
 
 impl NvmeGrid {
-    /// A grid whose aggregation time may reach the latency ceiling `delay_us` (in whole
-    /// 100 us units, at least one).
-    pub(crate) fn with_ceiling(delay_us: u32) -> NvmeGrid {
-        NvmeGrid {
-            max_units: (delay_us / NVME_TIMER_US as u32).clamp(1, u32::from(u8::MAX)) as u8,
-            ..NvmeGrid::default()
-        }
-    }
-
-    /// The aggregation time of a coalesced controller, 100 us units.
-    pub(crate) fn time_units(&self) -> u8 {
-        self.max_units.max(1)
-    }
-
     /// The threshold wanted per controller (1 = off).
     pub(crate) fn thresholds(&self) -> impl Iterator<Item = (&String, u16)> {
         self.ctrls.iter().map(|(n, c)| (n, c.t))
@@ -242,12 +180,6 @@ impl NvmeGrid {
     /// its knee.
     pub(crate) fn set_beside(&mut self, bytes_per_sec: f64) {
         self.beside = bytes_per_sec.max(0.0);
-    }
-
-    /// Completions an interrupt of `name` carries per unit of threshold, as measured (1 until
-    /// measured).
-    pub(crate) fn fill(&self, name: &str) -> f64 {
-        self.ctrls.get(name).map_or(1.0, |c| c.fill)
     }
 
     /// The threshold wanted for `name`.
@@ -287,12 +219,6 @@ impl NvmeGrid {
             };
             let tmax = max_threshold(c);
             let w = c.completions.unwrap_or(0.0);
-            // What an interrupt carries at this threshold, once the smoothed rate has had
-            // `FILL_SETTLE` periods to follow a change.
-            if s.t >= 2 && c.rate > 0.0 && w > 0.0 && period - s.last_change >= FILL_SETTLE {
-                let m = (w / c.rate / f64::from(s.t)).clamp(MIN_FILL, 1.0);
-                s.fill += FILL_WEIGHT * (m - s.fill);
-            }
             // A fall its own threshold caused (a step past the bound making every read wait
             // for the timer, a relax step down) is no new load: judged only at the threshold
             // the extra was proven at.
@@ -328,7 +254,7 @@ impl NvmeGrid {
         }
         // Over target: feedforward thresholds, then round some down while the sum holds.
         let capped: Vec<&CtrlInput> = inputs.iter().filter(|c| c.allowance.is_some()).collect();
-        let mut plan: Vec<Planned> = Vec::new();
+        let mut plan: Vec<(String, u16, f64, f64)> = Vec::new(); // name, t, work, allowance
         // Controllers planned one grid point past their bound: (name, completions, bound).
         let beside = self.beside;
         let mut passing: Vec<(String, f64, u16)> = Vec::new();
@@ -337,16 +263,9 @@ impl NvmeGrid {
             let a = c.allowance.unwrap_or(c.rate).max(1.0);
             let cur = self.ctrls.get(&c.name).map_or(1, |s| s.t);
             let work = c.completions.unwrap_or(c.rate * cur as f64);
-            let state = self.ctrls.get(&c.name);
-            let planned = Planned {
-                name: c.name.clone(),
-                t: cur,
-                work,
-                allowance: a,
-                fill: state.map_or(1.0, |s| s.fill),
-            };
-            let need = planned.need();
+            let need = (work / a - 1e-9).ceil().max(1.0);
             let tmax = self.bound(c);
+            let state = self.ctrls.get(&c.name);
             let probing = state.is_some_and(|s| s.past.is_some());
             // One grid point past the bound, unless that bought nothing at this load (see the
             // module documentation).
@@ -386,20 +305,20 @@ impl NvmeGrid {
                 }
             }
             let t = (need as u16).min(reach).max(cur.min(reach));
-            plan.push(Planned { t, ..planned });
+            plan.push((c.name.clone(), t, work, a));
             if t > tmax && !probing {
                 passing.push((c.name.clone(), work, tmax));
             }
         }
         // Rounding down where the allowances together still hold (largest slack first), never
         // below where a controller is while over target.
-        let allowance: f64 = plan.iter().map(|p| p.allowance).sum();
+        let allowance: f64 = plan.iter().map(|p| p.3).sum();
         let lowest: Vec<u16> = plan
             .iter()
-            .map(|p| self.ctrls.get(&p.name).map_or(1, |s| s.t).max(1))
+            .map(|p| self.ctrls.get(&p.0).map_or(1, |s| s.t).max(1))
             .collect();
         land_between(&mut plan, &lowest, allowance);
-        for Planned { name, t, work, .. } in plan {
+        for (name, t, work, _) in plan {
             if let Some(&(_, w0, tmax)) = passing.iter().find(|p| p.0 == name) {
                 if t > tmax {
                     self.ctrls.entry(name.clone()).or_default().past = Some((period, w0, beside));
@@ -421,7 +340,7 @@ impl NvmeGrid {
         // in the band at once (rounding every one up left it under the band, and the rest came
         // one grid point per `DWELL`, while the knee search waited at every step).
         if raised && total > 0.0 && total < aim {
-            let mut plan: Vec<Planned> = Vec::new();
+            let mut plan: Vec<(String, u16, f64, f64)> = Vec::new();
             let mut lowest: Vec<u16> = Vec::new();
             for c in inputs.iter().filter(|c| c.allowance.is_none()) {
                 let (Some(s), Some(w)) = (self.ctrls.get(&c.name), c.completions) else {
@@ -431,20 +350,17 @@ impl NvmeGrid {
                     continue;
                 }
                 // Its share of the new aim, as every held NIC queue gets.
-                let mut p = Planned {
-                    name: c.name.clone(),
-                    t: s.t,
-                    work: w,
-                    allowance: c.rate * aim / total,
-                    fill: s.fill,
-                };
-                p.t = (p.need() as u16).max(s.floor).max(1).min(s.t);
-                plan.push(p);
+                let a = c.rate * aim / total;
+                let need = ((w / a.max(1.0) - 1e-9).ceil() as u16)
+                    .max(s.floor)
+                    .max(1)
+                    .min(s.t);
+                plan.push((c.name.clone(), need, w, a));
                 lowest.push(s.floor.max(1));
             }
-            let budget: f64 = plan.iter().map(|p| p.allowance).sum();
+            let budget: f64 = plan.iter().map(|p| p.3).sum();
             land_between(&mut plan, &lowest, budget);
-            for Planned { name, t, .. } in plan {
+            for (name, t, ..) in plan {
                 if let Some(s) = self.ctrls.get_mut(&name) {
                     if t < s.t {
                         s.t = t;
@@ -751,62 +667,6 @@ mod tests {
             past as u64 <= 8 * (DWELL + 1),
             "{past} controller-periods past the bound"
         );
-    }
-
-    /// Completions per interrupt at threshold `t` for reads that come too far apart to fill
-    /// it before the 100 us timer fires: only part of each threshold step is used.
-    fn timer_bound_batch(t: u16) -> f64 {
-        1.0 + 0.45 * (f64::from(t) - 1.0)
-    }
-
-    #[test]
-    fn a_threshold_the_timer_cuts_short_is_raised_until_the_rate_holds() {
-        // Four controllers of 0.5 M completions/s each, 64 reads in flight per vector (bound
-        // 48), allowed 475 k interrupts/s together. Their reads come too far apart to fill a
-        // threshold within the 100 us timer: at threshold t an interrupt carries
-        // 1 + 0.45 (t - 1) completions, not t (held-out gen-11-20: thresholds 16-17 made 7
-        // completions an interrupt, and the rate stayed 2.2x the target for good). Planned
-        // from `completions / allowance` alone, every threshold stops at 5 and the rate at
-        // 667 k/s; what an interrupt is measured to carry has to drive it further.
-        let names: Vec<String> = (0..4).map(|i| format!("nvme{i}")).collect();
-        let (target, work) = (5e5, 5e5);
-        let aim = 0.95 * target;
-        let mut g = NvmeGrid::default();
-        let mut rate = 0.0;
-        let mut rates = Vec::new();
-        for _ in 0..60 {
-            let ts: Vec<u16> = names.iter().map(|n| g.threshold(n)).collect();
-            let per: Vec<f64> = ts.iter().map(|&t| work / timer_bound_batch(t)).collect();
-            rate = per.iter().sum();
-            rates.push(rate);
-            let inputs: Vec<CtrlInput> = names
-                .iter()
-                .zip(&per)
-                .map(|(n, &r)| ctrl(n, r, (rate > target).then_some(aim / 4.0), work, 64.0))
-                .collect();
-            g.update(&inputs, rate, aim, rate < 0.9 * target, false);
-        }
-        let ts: Vec<u16> = names.iter().map(|n| g.threshold(n)).collect();
-        assert!(
-            rate <= target && rate >= 0.8 * target,
-            "thresholds {ts:?} at {rate:.0}/s"
-        );
-        // Held, not cycling: the last 20 periods within the band's width.
-        let tail = &rates[40..];
-        let (lo, hi) = tail
-            .iter()
-            .fold((f64::INFINITY, 0.0f64), |(a, b), &r| (a.min(r), b.max(r)));
-        assert!(hi - lo <= 0.1 * target, "{lo:.0}-{hi:.0}/s at the end");
-    }
-
-    #[test]
-    fn the_aggregation_time_is_the_longest_the_latency_ceiling_allows() {
-        // 100 us units, at least one: under 200 us the timer stays at its least (NVMe is
-        // still moderated by its threshold), the default 250 us gives 200 us.
-        assert_eq!(NvmeGrid::with_ceiling(250).time_units(), 2);
-        assert_eq!(NvmeGrid::with_ceiling(50).time_units(), 1);
-        assert_eq!(NvmeGrid::with_ceiling(1000).time_units(), 10);
-        assert_eq!(NvmeGrid::default().time_units(), 1);
     }
 
     #[test]
