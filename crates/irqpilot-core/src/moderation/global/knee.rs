@@ -139,6 +139,9 @@ pub(crate) struct Observation {
     /// rate up to it is the target's being out of reach, not the platform collapsing, and a
     /// target under it holds nothing more back than one at it.
     pub least: f64,
+    /// Whether this period ran with nothing held back (no delay, no NVMe threshold): its work
+    /// is the load's own.
+    pub unheld: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -328,8 +331,6 @@ pub(crate) struct KneeFinder {
     down_futile: Option<(f64, u64)>,
     /// The natural rate when a new search started (0: none): its first probe goes no further.
     first_probe: f64,
-    /// The moderator says the period being observed ran with nothing held back.
-    unheld_next: bool,
     /// A new search started as the load was seen unheld: that period's work and rate (the
     /// first probe may go there, see `natural_ground`).
     first_work: Option<(f64, f64)>,
@@ -388,7 +389,6 @@ impl KneeFinder {
             load_seen: None,
             down_futile: None,
             first_probe: 0.0,
-            unheld_next: false,
             first_work: None,
             jumped: false,
             proven: 0.0,
@@ -547,7 +547,6 @@ impl KneeFinder {
             return;
         }
         let work: f64 = obs.work.iter().map(|(_, w, _)| w).sum();
-        let ran_unheld = std::mem::take(&mut self.unheld_next);
         if obs.natural > 0.0 {
             self.natural = obs.natural;
         }
@@ -731,7 +730,7 @@ impl KneeFinder {
                     self.noise = 0.0;
                     self.recheck = self.searched && !load_changed;
                     // Only the load's arrival itself, seen unheld in this very period.
-                    self.first_work = (ran_unheld && !self.recheck).then_some((work, obs.rate));
+                    self.first_work = (obs.unheld && !self.recheck).then_some((work, obs.rate));
                     if self.recheck {
                         self.step = RECHECK_STEP;
                     } else {

@@ -457,14 +457,12 @@ impl GlobalModerator {
                 && nic_at_limit
                 && (!self.nvme_capped(&inputs) || self.nvme.at_limit),
             binding: device_total >= target || held,
+            unheld: !moderating,
         };
         for c in &inputs {
             if let Some(w) = c.completions {
                 obs.work.push((c.name.clone(), w, c.rate));
             }
-        }
-        if !moderating {
-            self.knee.ran_unheld();
         }
         self.knee.observe(&obs);
         if let Some(n) = self.knee.take_note() {

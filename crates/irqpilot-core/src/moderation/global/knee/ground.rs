@@ -17,12 +17,6 @@
 use super::{EARLY_LOSS, KneeFinder, MARGIN, MAX_TARGET, MIN_STEP, NATURAL_CLEAR, Summary, Z};
 
 impl KneeFinder {
-    /// The moderator's word that the period it is about to report ran with nothing held back
-    /// (no delay, no NVMe threshold): its work is the load's own.
-    pub(crate) fn ran_unheld(&mut self) {
-        self.unheld_next = true;
-    }
-
     /// Where a new search's first probe goes when the load's arrival, seen unheld (`seen`:
     /// work and interrupt rate of that period), did more work than the baseline `base` at the
     /// target: the load's own rate, cleared by `NATURAL_CLEAR`. `None`: an ordinary step (the

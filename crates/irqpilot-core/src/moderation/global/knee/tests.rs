@@ -19,6 +19,7 @@ fn search(start: f64, knee: f64, periods: u32) -> Vec<f64> {
             settled: true,
             at_limit: false,
             least: 0.0,
+            unheld: false,
         });
         targets.push(k.target());
     }
@@ -87,6 +88,7 @@ fn bursts_lingering(
                     settled: false,
                     at_limit: false,
                     least: 0.0,
+                    unheld: false,
                 }
             }
             Some((a, _)) => {
@@ -105,6 +107,7 @@ fn bursts_lingering(
                     settled: rate <= 1.02 * k.target(),
                     at_limit: false,
                     least: 0.0,
+                    unheld: false,
                 }
             }
             None => Observation {
@@ -115,6 +118,7 @@ fn bursts_lingering(
                 settled: true,
                 at_limit: false,
                 least: 0.0,
+                unheld: false,
             },
         };
         k.observe(&obs);
@@ -208,6 +212,7 @@ fn an_overshoot_that_gains_work_is_not_a_knee() {
             settled: !overshoot,
             at_limit: false,
             least: 0.0,
+            unheld: false,
         });
     }
     assert_eq!(k.too_high(), None, "a knee was remembered");
@@ -237,6 +242,7 @@ fn letting_go_past_a_knee_under_the_natural_rate_is_undone() {
             settled: (rate - k.target().min(natural)).abs() <= 0.05 * rate,
             at_limit: false,
             least: 0.0,
+            unheld: false,
         });
         rates.push(rate);
     }
@@ -277,6 +283,7 @@ fn a_load_let_go_is_not_caught_again_by_its_own_noise() {
             settled: true,
             at_limit: false,
             least: 0.0,
+            unheld: false,
         });
         if hold > 0 && i >= 60 {
             held_late += 1;
@@ -307,6 +314,7 @@ fn work_that_comes_in_waves_is_not_a_knee() {
             settled: true,
             at_limit: false,
             least: 0.0,
+            unheld: false,
         });
     }
     assert_eq!(k.too_high(), None, "a knee was remembered");
@@ -374,6 +382,7 @@ fn a_natural_rate_just_above_the_start_is_let_go_once() {
             settled: true,
             at_limit: false,
             least: 0.0,
+            unheld: false,
         });
         if i >= 100 && k.target() != last {
             moves += 1;
@@ -426,6 +435,7 @@ fn a_descent_at_line_rate_ends_on_the_safe_side_of_the_knee() {
             settled: true,
             at_limit: false,
             least: 0.0,
+            unheld: false,
         });
         targets.push(k.target());
     }
@@ -473,6 +483,7 @@ fn the_fast_loops_last_correction_before_a_step_is_not_a_knee() {
             settled: true,
             at_limit: false,
             least: 0.0,
+            unheld: false,
         });
     }
     assert_eq!(k.too_high(), None, "a knee was found at {:?}", k.too_high());
@@ -497,6 +508,7 @@ fn periods_to_let_go(work: impl Fn(f64) -> f64, jitter: f64) -> Option<usize> {
             settled: true,
             at_limit: false,
             least: 0.0,
+            unheld: false,
         });
         if k.target() >= natural {
             return Some(i as usize);
