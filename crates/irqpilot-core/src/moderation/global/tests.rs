@@ -418,7 +418,7 @@ fn nic_beside_nvme(nic_q: u32, vectors: u32) -> Machine {
     m
 }
 
-/// Sets each NIC queue row of `r` (IRQs 40..) to `1 / (1/natural + delay)` interrupts/s under
+/// Sets each IRQ row of `r` (the NIC queues) to `1 / (1/natural + delay)` interrupts/s under
 /// `g`'s delays (a holdoff spaces a queue's interrupts by the delay beyond its own gaps);
 /// returns their sum.
 fn delayed_queue_rates(g: &GlobalModerator, r: &mut Rates, natural: f64) -> f64 {
