@@ -1,5 +1,20 @@
 use super::*;
 
+/// One period of one interface doing `work` bytes/s at `rate` interrupts/s (the load's own
+/// rate last seen: `natural`), the fast loop in its band and at no limit.
+fn period(work: f64, rate: f64, natural: f64, binding: bool) -> Observation {
+    Observation {
+        work: vec![("eth0".into(), work, rate)],
+        binding,
+        rate,
+        natural,
+        settled: true,
+        at_limit: false,
+        least: 0.0,
+        unheld: false,
+    }
+}
+
 /// Runs the finder against a platform whose work collapses past `knee` (DMA efficiency
 /// knee / rate, as on affected SoCs), with the fast loop holding the rate at the target and
 /// a natural rate of 10x the start. Returns the targets it set, period by period.
@@ -11,16 +26,7 @@ fn search(start: f64, knee: f64, periods: u32) -> Vec<f64> {
         let eff = if rate > knee { knee / rate } else { 1.0 };
         // A little deterministic noise, as real counters have.
         let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        k.observe(&Observation {
-            work: vec![("eth0".into(), 1e10 * eff * noise, rate)],
-            binding: true,
-            rate,
-            natural: 10.0 * start,
-            settled: true,
-            at_limit: false,
-            least: 0.0,
-            unheld: false,
-        });
+        k.observe(&period(1e10 * eff * noise, rate, 10.0 * start, true));
         targets.push(k.target());
     }
     targets
@@ -81,14 +87,8 @@ fn bursts_lingering(
             None if ended.is_some() => {
                 let rate = out.last().copied().unwrap_or(1000.0) / 2.0;
                 Observation {
-                    work: vec![("eth0".into(), 1e5, rate)],
-                    binding: true,
-                    rate,
-                    natural,
                     settled: false,
-                    at_limit: false,
-                    least: 0.0,
-                    unheld: false,
+                    ..period(1e5, rate, natural, true)
                 }
             }
             Some((a, _)) => {
@@ -100,26 +100,16 @@ fn bursts_lingering(
                 let eff = if rate > knee { knee / rate } else { 1.0 };
                 let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
                 Observation {
-                    work: vec![("eth0".into(), 1e10 * eff * noise, rate)],
-                    binding: natural >= 0.9 * k.target(),
-                    rate,
-                    natural,
                     settled: rate <= 1.02 * k.target(),
-                    at_limit: false,
-                    least: 0.0,
-                    unheld: false,
+                    ..period(
+                        1e10 * eff * noise,
+                        rate,
+                        natural,
+                        natural >= 0.9 * k.target(),
+                    )
                 }
             }
-            None => Observation {
-                work: vec![("eth0".into(), 1e5, 1000.0)],
-                binding: false,
-                rate: 1000.0,
-                natural: 1000.0,
-                settled: true,
-                at_limit: false,
-                least: 0.0,
-                unheld: false,
-            },
+            None => period(1e5, 1000.0, 1000.0, false),
         };
         k.observe(&obs);
         out.push(obs.rate);
@@ -205,14 +195,13 @@ fn an_overshoot_that_gains_work_is_not_a_knee() {
         let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
         let gain = if overshoot { 1.02 } else { 1.0 };
         k.observe(&Observation {
-            work: vec![("eth0".into(), 5e9 * noise * gain, rate)],
-            binding: natural >= 0.95 * k.target(),
-            rate,
-            natural,
             settled: !overshoot,
-            at_limit: false,
-            least: 0.0,
-            unheld: false,
+            ..period(
+                5e9 * noise * gain,
+                rate,
+                natural,
+                natural >= 0.95 * k.target(),
+            )
         });
     }
     assert_eq!(k.too_high(), None, "a knee was remembered");
@@ -235,14 +224,8 @@ fn letting_go_past_a_knee_under_the_natural_rate_is_undone() {
         let eff = if rate > knee { knee / rate } else { 1.0 };
         let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
         k.observe(&Observation {
-            work: vec![("eth0".into(), 5e9 * eff * noise, rate)],
-            binding: natural >= k.target(),
-            rate,
-            natural,
             settled: (rate - k.target().min(natural)).abs() <= 0.05 * rate,
-            at_limit: false,
-            least: 0.0,
-            unheld: false,
+            ..period(5e9 * eff * noise, rate, natural, natural >= k.target())
         });
         rates.push(rate);
     }
@@ -275,16 +258,7 @@ fn a_load_let_go_is_not_caught_again_by_its_own_noise() {
             hold = 3;
         }
         let rate = if hold > 0 { natural / 2.0 } else { natural };
-        k.observe(&Observation {
-            work: vec![("eth0".into(), 5e9, rate)],
-            binding: hold > 0,
-            rate,
-            natural,
-            settled: true,
-            at_limit: false,
-            least: 0.0,
-            unheld: false,
-        });
+        k.observe(&period(5e9, rate, natural, hold > 0));
         if hold > 0 && i >= 60 {
             held_late += 1;
         }
@@ -306,16 +280,7 @@ fn work_that_comes_in_waves_is_not_a_knee() {
     for i in 0..300u32 {
         let rate = natural.min(k.target());
         let wave = if i % 3 == 0 { 8.7e8 } else { 2.7e8 };
-        k.observe(&Observation {
-            work: vec![("eth0".into(), wave, rate)],
-            binding: natural >= k.target(),
-            rate,
-            natural,
-            settled: true,
-            at_limit: false,
-            least: 0.0,
-            unheld: false,
-        });
+        k.observe(&period(wave, rate, natural, natural >= k.target()));
     }
     assert_eq!(k.too_high(), None, "a knee was remembered");
     assert!(k.target() >= natural, "held at {:.0}/s", k.target());
@@ -374,16 +339,7 @@ fn a_natural_rate_just_above_the_start_is_let_go_once() {
     for i in 0..400u32 {
         let natural: f64 = 1.03e6 + 1e5 * [0.0, 0.9, -0.5, 1.0, -1.0, 0.4, -0.8][i as usize % 7];
         let rate = natural.min(k.target());
-        k.observe(&Observation {
-            work: vec![("eth0".into(), 5e9, rate)],
-            binding: natural >= k.target(),
-            rate,
-            natural: 1.12e6,
-            settled: true,
-            at_limit: false,
-            least: 0.0,
-            unheld: false,
-        });
+        k.observe(&period(5e9, rate, 1.12e6, natural >= k.target()));
         if i >= 100 && k.target() != last {
             moves += 1;
         }
@@ -427,16 +383,12 @@ fn a_descent_at_line_rate_ends_on_the_safe_side_of_the_knee() {
         let rate = k.target();
         let capacity = if rate > knee { knee / rate } else { 1.0 };
         let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        k.observe(&Observation {
-            work: vec![("eth0".into(), 1e10 * capacity.min(0.9) * noise, rate)],
-            binding: true,
+        k.observe(&period(
+            1e10 * capacity.min(0.9) * noise,
             rate,
-            natural: 3_000_000.0,
-            settled: true,
-            at_limit: false,
-            least: 0.0,
-            unheld: false,
-        });
+            3_000_000.0,
+            true,
+        ));
         targets.push(k.target());
     }
     assert!(
@@ -475,16 +427,12 @@ fn the_fast_loops_last_correction_before_a_step_is_not_a_knee() {
             k.target().min(natural)
         };
         prev = k.target();
-        k.observe(&Observation {
-            work: vec![("eth0".into(), 300.0 * rate * noise, rate)],
-            binding: natural > k.target(),
+        k.observe(&period(
+            300.0 * rate * noise,
             rate,
             natural,
-            settled: true,
-            at_limit: false,
-            least: 0.0,
-            unheld: false,
-        });
+            natural > k.target(),
+        ));
     }
     assert_eq!(k.too_high(), None, "a knee was found at {:?}", k.too_high());
     assert!(k.target() >= 10_000_000.0, "target {:.0}/s", k.target());
@@ -500,16 +448,12 @@ fn periods_to_let_go(work: impl Fn(f64) -> f64, jitter: f64) -> Option<usize> {
     for i in 0..300u32 {
         let rate = k.target().min(natural);
         let noise = 1.0 + jitter * (f64::from(i % 7) / 3.0 - 1.0);
-        k.observe(&Observation {
-            work: vec![("eth0".into(), work(rate) * noise, rate)],
-            binding: natural >= k.target(),
+        k.observe(&period(
+            work(rate) * noise,
             rate,
             natural,
-            settled: true,
-            at_limit: false,
-            least: 0.0,
-            unheld: false,
-        });
+            natural >= k.target(),
+        ));
         if k.target() >= natural {
             return Some(i as usize);
         }
