@@ -7,7 +7,7 @@ use super::knee::{KneeFinder, Observation};
 use super::nic::{
     MAX_FRAMES, delay_params, holds, idle_params, knob_params, programmed_usecs, stricter,
 };
-use super::nvme::{CtrlInput, NvmeGrid};
+use super::nvme::{CtrlInput, NVME_TIMER_US, NvmeGrid};
 use super::{GlobalModerationConfig, Idle};
 use crate::ids::IrqNum;
 use crate::machine::Machine;
@@ -349,6 +349,9 @@ impl GlobalModerator {
         // Whether every NIC queue held back is at its ceiling already.
         let mut nic_at_limit = true;
         let mut nic_capped = false;
+        // Whether every delayed NIC queue sits at its ceiling (and some is delayed), that
+        // ceiling no shorter than the NVMe timer.
+        let (mut nic_held, mut nic_delayed) = (true, false);
         for s in &srcs {
             if let Some(Knob::NicQueue {
                 device, min_usecs, ..
@@ -412,6 +415,8 @@ impl GlobalModerator {
                     self.relaxed.insert(s.irq, (period, prog(cur)));
                 }
                 if next >= min {
+                    nic_delayed = true;
+                    nic_held &= next >= ceiling * 0.99 && ceiling >= NVME_TIMER_US;
                     self.delay.insert(s.irq, next);
                     let share = s.rate
                         / dev_rate
@@ -441,7 +446,8 @@ impl GlobalModerator {
                 Some((n.name.clone(), n.rx_bytes_per_sec + n.tx_bytes_per_sec, *r))
             })
             .collect();
-        self.nvme.set_beside(nic_work.iter().map(|w| w.1).sum());
+        self.nvme
+            .set_beside(nic_work.iter().map(|w| w.1).sum(), nic_held && nic_delayed);
         notes.extend(self.nvme.update(&inputs, device_total, aim, relax, raised));
 
         // What the devices completed, for the knee search.
