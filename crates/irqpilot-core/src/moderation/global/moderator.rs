@@ -152,13 +152,14 @@ impl GlobalModerator {
     /// A moderator with these parameters.
     pub fn new(cfg: GlobalModerationConfig) -> GlobalModerator {
         let knee = KneeFinder::new(cfg.target_intr_rate, cfg.min_intr_rate, cfg.knee_search);
+        let nvme = NvmeGrid::with_ceiling(cfg.delay_us);
         GlobalModerator {
             last_target: cfg.target_intr_rate,
             cfg,
             smoothed: BTreeMap::new(),
             delay: BTreeMap::new(),
             frames: BTreeMap::new(),
-            nvme: NvmeGrid::default(),
+            nvme,
             hardirq: HardirqWatch::default(),
             cpu_caps: BTreeMap::new(),
             knee,
@@ -693,7 +694,7 @@ impl Policy for GlobalModerator {
         for (controller, cur) in nvme {
             let t = self.nvme.threshold(&controller);
             let want = if t >= 2 {
-                Some((1, t))
+                Some((self.nvme.time_units(&controller), t))
             } else {
                 match self.cfg.idle {
                     Idle::None => Some((0, 1)),

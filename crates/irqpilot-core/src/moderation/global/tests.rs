@@ -722,3 +722,102 @@ fn a_knee_under_the_natural_rate_is_still_found() {
         );
     }
 }
+
+/// NVMe drives on a platform with a very low knee whose reads complete in waves too small to
+/// fill a threshold within one 100 us unit (held-out gen-11-20: 264 vectors at thresholds
+/// 16-17 carried 7 completions an interrupt, 825 k/s on a 0.55 M/s knee, 0.65 of the healthy
+/// platform's IOPS). The plant: 64 vectors with 64 reads in flight each; an interrupt carries
+/// at most `3 x units` completions before the timer fires (the reads a vector completes in
+/// that time), so at one unit no threshold brings the rate under `W0 / 3`; past the knee the
+/// platform's DMA slows every completion (`knee / rate`). Returns the last rate, the work
+/// done and the aggregation time the moderator set. The target is fixed at the knee (no
+/// search), as a search that found it would leave it.
+fn nvme_held_by_its_timer(knee: Option<f64>, slower_when_held: f64) -> (f64, f64, u8) {
+    use crate::devstats::DiskRate;
+    let vectors = 64u32;
+    let mut m = nic_beside_nvme(0, vectors);
+    let mut g = GlobalModerator::new(GlobalModerationConfig {
+        knee_search: false,
+        target_intr_rate: 500_000.0,
+        ..Default::default()
+    });
+    let w0 = 2e6;
+    let (mut units, mut t, mut rate, mut work) = (1u8, 1u16, 0.0, 0.0);
+    for p in 0..300 {
+        let carried = if units == 0 || t <= 1 {
+            1.0
+        } else {
+            f64::from(t).min(3.0 * f64::from(units))
+        };
+        // A closed loop whose reads wait longer for their interrupt completes fewer of them
+        // where the platform does not gain from the interrupts saved.
+        let loop_cost = if units >= 2 { slower_when_held } else { 1.0 };
+        // Rate and DMA efficiency depend on each other past the knee.
+        let eff_at = |r: f64| knee.map_or(1.0, |k| (k / r.max(1.0)).min(1.0));
+        rate = w0 * loop_cost / carried;
+        for _ in 0..60 {
+            rate = 0.5 * (rate + w0 * loop_cost * eff_at(rate) / carried);
+        }
+        work = w0 * loop_cost * eff_at(rate);
+        let mut r = rates(0, 0.0, None);
+        for v in 0..vectors {
+            let per = rate / f64::from(vectors);
+            r.rows.push(RowRate {
+                label: RowLabel::Irq(IrqNum(100 + v)),
+                per_cpu_per_sec: vec![per],
+                total_per_sec: per,
+                status: RowStatus::Continuing,
+                wraps: 0,
+            });
+        }
+        r.disks = vec![DiskRate {
+            name: "nvme0n1".into(),
+            nvme_controller: Some("nvme0".into()),
+            ios_per_sec: work,
+            bytes_per_sec: 4096.0 * work,
+            in_flight: 64.0 * f64::from(vectors),
+        }];
+        let plan = decide(&mut g, &m, &r, p);
+        for a in &plan.actions {
+            if let Action::SetNvmeCoalescing {
+                time_100us,
+                threshold,
+                ..
+            } = a
+            {
+                (units, t) = (*time_100us, *threshold);
+                for knob in m.moderation.knobs.values_mut() {
+                    if let Knob::NvmeController {
+                        time_100us: u,
+                        threshold: th,
+                        ..
+                    } = knob
+                    {
+                        (*u, *th) = (units, t);
+                    }
+                }
+            }
+        }
+    }
+    (rate, work, units)
+}
+
+#[test]
+fn nvme_held_by_its_timer_gets_the_longer_time_and_reaches_its_knee() {
+    // At one unit the plant settles at 577 k/s past its 500 k/s knee (0.87 of its work); at
+    // two (the longest the default 250 us ceiling allows) a threshold of 4-6 holds it under.
+    let (rate, work, units) = nvme_held_by_its_timer(Some(500_000.0), 1.0);
+    assert_eq!(units, 2, "{rate:.0}/s, {work:.0} IOPS");
+    assert!(
+        rate <= 500_000.0 && work >= 0.95 * 2e6,
+        "{rate:.0}/s, {work:.0} IOPS"
+    );
+}
+
+#[test]
+fn nvme_held_by_its_timer_keeps_one_unit_where_the_longer_time_costs_completions() {
+    // The same drives on a healthy platform whose closed loop loses a tenth of its reads when
+    // they wait two units: the longer time is tried, costs completions, and is undone.
+    let (rate, work, units) = nvme_held_by_its_timer(None, 0.9);
+    assert_eq!(units, 1, "{rate:.0}/s, {work:.0} IOPS");
+}

@@ -93,11 +93,15 @@ impl GlobalModerator {
             let t = self.nvme.bound(c);
             least += match c.completions {
                 Some(w) if c.in_flight_per_vector.is_some() && self.nvme.threshold(&c.name) < t => {
-                    c.rate.min(w / t as f64)
+                    c.rate.min(w / (t as f64 * self.nvme.fill(&c.name)))
                 }
                 _ => c.rate,
             };
             if t >= 2 {
+                // One timer unit: what a read of a threshold-bound controller waits at most.
+                // A longer time (`NvmeGrid::time_units`) binds only where reads come too far
+                // apart to fill the threshold, and a light NIC device beside gains the target
+                // nothing by paying it too.
                 pays = NVME_TIMER_US;
             }
         }
