@@ -336,6 +336,9 @@ pub(crate) struct KneeFinder {
     first_work: Option<(f64, f64)>,
     /// The probe under way went to the load's own rate on that evidence.
     jumped: bool,
+    /// A jump was kept in this search: the ground between its start and the load's own rate
+    /// was skipped, not seen, and the search does not park before one step down has asked it.
+    skipped: bool,
     /// The highest target a probe up was kept at (0: none yet): steps grow up to it, and go
     /// past it by `UNPROVEN_STEP` at most.
     proven: f64,
@@ -391,6 +394,7 @@ impl KneeFinder {
             first_probe: 0.0,
             first_work: None,
             jumped: false,
+            skipped: false,
             proven: 0.0,
             natural: 0.0,
             natural_peak: 0.0,
@@ -441,6 +445,7 @@ impl KneeFinder {
         self.parked_work = Some(work);
         self.climbed = false;
         self.descended = false;
+        self.skipped = false;
     }
 
     /// Moves the target one step in `dir` from where it is; `false` when it cannot move.
@@ -725,6 +730,7 @@ impl KneeFinder {
                 {
                     self.interrupted = false;
                     self.climbed = false;
+                    self.skipped = false;
                     self.load_seen = None;
                     self.first_probe = obs.natural;
                     self.noise = 0.0;
@@ -869,13 +875,20 @@ impl KneeFinder {
         // Bisect (geometrically) between what holds and what stays clear of the cliff.
         let room = self.too_high * MARGIN / self.target;
         self.step = if room > 1.0 { room.sqrt() - 1.0 } else { 0.0 };
-        if self.step < MIN_STEP && (self.climbed || self.down_known_futile()) {
+        // A climb proved the ground under the restored target, unless it jumped over it.
+        if self.step < MIN_STEP && ((self.climbed && !self.skipped) || self.down_known_futile()) {
             self.park(work);
         } else {
             // Refine upwards, or, when there is no room above, look below. Either way a fresh
             // baseline at the restored target first.
             if self.step < MIN_STEP {
-                self.step = RECHECK_STEP;
+                // Ground a jump skipped is asked as the let-go does (an ordinary step: a
+                // smaller one stays inside the fast loop's band and moves nothing).
+                self.step = if self.skipped {
+                    FIRST_STEP
+                } else {
+                    RECHECK_STEP
+                };
                 self.next_dir = Dir::Down;
             } else {
                 self.next_dir = Dir::Up;
@@ -917,6 +930,7 @@ impl KneeFinder {
                     "knee search: target {from:.0} -> {to:.0}/s kept (work {pct:+.1}%)"
                 ));
                 self.climbed = true;
+                self.skipped |= jumped;
                 self.proven = self.proven.max(to);
                 self.step = (self.step * 2.0).min(MAX_STEP);
                 if binding {

@@ -12,7 +12,9 @@
 //! period shows the collapse (less work than the target's), and the search climbs as before.
 //! The ground in between was skipped, not seen: a knee there could still do better than the
 //! load's own rate (a closed loop that the platform's falling DMA capacity binds), so a kept
-//! jump is followed by one step down, and a descent where that buys completions.
+//! jump is followed by one step down, and a descent where that buys completions: when the jump
+//! lets go of the load, and also when a step past it is undone (the target then goes back to
+//! the margin under the jump's rate, which no probe saw either).
 
 use super::{EARLY_LOSS, KneeFinder, MARGIN, MAX_TARGET, MIN_STEP, NATURAL_CLEAR, Summary, Z};
 

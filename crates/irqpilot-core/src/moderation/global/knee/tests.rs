@@ -482,3 +482,56 @@ fn a_climb_that_buys_completions_does_not_wait_out_every_window() {
         "flat: let go after {flat:?} periods"
     );
 }
+
+#[test]
+fn a_kept_jump_asks_the_ground_it_skipped_even_when_the_next_step_is_undone() {
+    // Request/response traffic on a healthy platform with few CPUs (held-out gen-26-45: 8.1
+    // M/s of its own on 24 CPUs): every interrupt costs CPU time the transactions need, so
+    // under the load's own rate fewer interrupts buy work, down to where the delays cost more
+    // than the CPU they save (here 3 M/s). The arrival does more work than the 1 M/s start
+    // leaves the load, so the first probe jumps to the load's own rate and is kept (its
+    // window measured on the way up, through the best rates); the next step lets go of the
+    // load and loses. The target went back to 70% of that and parked there, on ground no probe
+    // had seen (5.97 M/s, where a fixed target of 3.5 M/s did 24% more; a periodic recheck
+    // cannot step up from there and does not probe down from a steady rate). Within two
+    // seconds the search must have asked the ground under it.
+    let natural = 8_000_000.0;
+    let work = |r: f64| 1e10 * (r / 3e6).min(1.0) * (1.0 - 0.09 * (r - 3e6).max(0.0) / 1e6);
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    let mut rate: f64 = natural;
+    for i in 0..200u32 {
+        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+        let obs = if i == 0 {
+            // The arrival, seen with nothing held back.
+            Observation {
+                unheld: true,
+                ..period(work(natural) * noise, natural, natural, true)
+            }
+        } else {
+            // The fast loop lets its delays go by half the way a period.
+            let to = k.target().min(natural);
+            rate = if to > rate {
+                rate + 0.5 * (to - rate)
+            } else {
+                to
+            };
+            period(
+                work(rate) * noise,
+                rate,
+                natural,
+                natural >= 0.9 * k.target(),
+            )
+        };
+        k.observe(&obs);
+    }
+    let t = k.target().min(natural);
+    assert!(
+        k.too_high().is_some(),
+        "the step past the jump was never undone"
+    );
+    assert!(
+        work(t) >= 0.95 * work(3e6),
+        "parked at {t:.0}/s: {:.1}% of the best work",
+        100.0 * work(t) / work(3e6)
+    );
+}
