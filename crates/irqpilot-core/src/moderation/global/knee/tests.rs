@@ -482,3 +482,86 @@ fn a_climb_that_buys_completions_does_not_wait_out_every_window() {
         "flat: let go after {flat:?} periods"
     );
 }
+
+/// The finder on a healthy platform under a load whose own rate is 4.6x the 1 M/s start and
+/// whose work, whatever the target, falls by `drop` (relative) over a wave of `wave` periods
+/// and jumps back (`phase`: where in the wave the load starts). Returns the finder after 3 s.
+fn drifting(drop: f64, wave: u32, phase: u32) -> KneeFinder {
+    let natural: f64 = 4.6e6;
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    for i in 0..300u32 {
+        let rate = natural.min(k.target());
+        let fall = drop * f64::from((i + phase) % wave) / f64::from(wave - 1);
+        k.observe(&period(
+            1e10 * (1.0 - fall),
+            rate,
+            natural,
+            natural >= k.target(),
+        ));
+    }
+    k
+}
+
+#[test]
+fn work_that_drifts_on_its_own_is_not_a_knee() {
+    // Held-out gen-26-44 (a healthy box, a 200G NIC at 40% of line rate, 82 queues, 4.6 M/s
+    // unheld): the flows' windows make the bytes per period fall by about 2% over nine
+    // periods and jump back, whatever the interrupt rate. A step up measured on the way down
+    // read -1.0% against a baseline on the crest and was undone, the probe's rate became the
+    // knee, and the target stayed at 70% of it: the queues held at 34 us for good, p50 45 us
+    // against 3.2 us unheld. Every start in the wave must let go of the load.
+    for (drop, wave) in [(0.015, 9), (0.02, 9), (0.015, 10), (0.02, 12)] {
+        let held: Vec<String> = (0..wave)
+            .map(|phase| (phase, drifting(drop, wave, phase)))
+            .filter(|(_, k)| k.target() < 4.6e6)
+            .map(|(phase, k)| format!("phase {phase}: {:.0}/s", k.target()))
+            .collect();
+        assert!(
+            held.is_empty(),
+            "drop {drop}, wave of {wave}: held back: {held:?}"
+        );
+    }
+}
+
+#[test]
+fn a_knee_that_costs_little_is_still_found_where_the_load_drifts() {
+    // The cliff keeps its priority: past a knee of 2 M/s the work falls gently (2% one step
+    // past it, a bulk load the platform's falling capacity still nearly carries), on a load
+    // steady or drifting 1.5% in waves of nine periods. The check measures the old target
+    // again; a knee is under every window there, so the search still parks under it, soon,
+    // having spent few periods past it.
+    let knee = 2_000_000.0;
+    for drop in [0.0, 0.015] {
+        for phase in 0..9u32 {
+            let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+            let (mut past, mut parked_at) = (0, None);
+            for i in 0..400u32 {
+                let rate = k.target();
+                let eff = if rate > knee {
+                    (knee / rate).powf(0.1)
+                } else {
+                    1.0
+                };
+                let fall = drop * f64::from((i + phase) % 9) / 8.0;
+                k.observe(&period(1e10 * eff * (1.0 - fall), rate, 8e6, true));
+                past += usize::from(k.target() > knee);
+                if !k.searching() && parked_at.is_none() && k.too_high().is_some() {
+                    parked_at = Some(i);
+                }
+            }
+            let t = k.target();
+            assert!(
+                t <= knee && t >= 0.6 * knee,
+                "drop {drop}, phase {phase}: target {t:.0}/s"
+            );
+            assert!(
+                past <= 40,
+                "drop {drop}, phase {phase}: {past} periods past the knee"
+            );
+            assert!(
+                parked_at.is_some_and(|i| i <= 120),
+                "drop {drop}, phase {phase}: parked at {parked_at:?}"
+            );
+        }
+    }
+}
