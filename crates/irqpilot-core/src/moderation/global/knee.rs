@@ -946,10 +946,8 @@ impl KneeFinder {
     /// about nine periods at any target (their windows), and a step measured on the way down
     /// of one reads as a loss against a baseline on its crest (held-out gen-26-44). The
     /// per-period variance the comparison uses cannot see such a wave (it assumes independent
-    /// periods); the spread of whole-window means at one target does, and the loss stands
-    /// too when it exceeds that spread by the least effect (a baseline that caught the load's
-    /// start-up is no drift). Otherwise the step is tried again, and later steps of the search
-    /// count a loss only beyond that spread.
+    /// periods); the spread of whole-window means at one target does. Otherwise the step is
+    /// tried again, and later steps of the search count a loss only beyond that spread.
     fn drift_check(&mut self, window: Summary, work: f64) {
         let Some(mut c) = self.check.take() else {
             return;
@@ -964,33 +962,22 @@ impl KneeFinder {
             };
             return;
         }
+        let windows = || std::iter::once(&c.step.base).chain(&c.windows);
         // The step's work against each window at its starting target: its best showing.
-        let best = std::iter::once(&c.step.base)
-            .chain(&c.windows)
+        let best = windows()
             .map(|w| compare(w, &c.probe).1)
             .fold(f64::NEG_INFINITY, f64::max);
-        // How far the windows measured back there, one after another at one steady target,
-        // differ among themselves: the drift shown. The baseline before the step is left
-        // out of it: it may have caught a transient (a load's first periods), which is no
-        // drift of a steady load.
-        let rel: Vec<f64> = c
-            .windows
-            .iter()
-            .map(|w| compare(&c.windows[0], w).1)
-            .collect();
-        let spread = (rel.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-            - rel.iter().copied().fold(f64::INFINITY, f64::min))
-        .max(0.0);
-        let score = compare(&c.step.base, &c.probe).1;
-        // The loss stands if the step did worse than every window at its starting target,
-        // or if that drift does not account for it (beyond the least effect).
-        if best < -MIN_EFFECT || -score - spread > MIN_EFFECT {
+        if best < -MIN_EFFECT {
+            let pct = compare(&c.step.base, &c.probe).1 * 100.0;
             let reached = c.probe.max_rate;
             self.target = c.to;
-            self.reject_up(c.step, score * 100.0, "cost completions", reached, true);
+            self.reject_up(c.step, pct, "cost completions", reached, true);
             return;
         }
-        self.drift = spread;
+        let rel: Vec<f64> = windows().map(|w| compare(&c.step.base, w).1).collect();
+        let spread = rel.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+            - rel.iter().copied().fold(f64::INFINITY, f64::min);
+        self.drift = spread.max(0.0);
         self.last = Some(format!(
             "knee search: {:.0}/s lost no more than the work at {:.0}/s drifts ({:+.1}% against its lowest window, spread {:.1}%): trying it again",
             c.to,
