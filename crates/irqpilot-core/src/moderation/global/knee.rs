@@ -18,12 +18,6 @@
 //!   load at line rate keeps its work while the platform's capacity, falling past the knee,
 //!   still exceeds it, so the step that stops buying may start past the knee;
 //!   with no difference, the higher target wins (fewer delays, lower latency);
-//! * a small loss (under 5%) on a step up whose target held the rate throughout is measured
-//!   against its starting target again (three more windows there) before it is believed, once
-//!   a search: a knee's window is under every window at the old target, a load's own drift
-//!   (bulk flows' windows swing the bytes 1-2% in waves of about nine periods) is not; then
-//!   the step is tried again, and the search counts a loss only beyond the spread of the
-//!   window means it measured;
 //! * a step up never goes more than one ordinary step (25%) past the highest target kept so
 //!   far: the knee may lie just above what was proven, and every period spent past it is a
 //!   throughput collapse and a latency spike. The first probe of a search is one such step (or
@@ -111,10 +105,6 @@ const QUIET: u64 = 30;
 /// A step down that bought nothing is not tried again from the same target for this many
 /// periods (10 s): a probe costs a disturbance, a known answer is not worth one.
 const DOWN_MEMORY: u64 = 1000;
-/// Windows measured back at a step's starting target before a small loss on it is believed
-/// ([`KneeFinder::drift_check`]): with the baseline before the step, four windows over 16
-/// periods or more, so the spread of their means spans a wave of the load's own drift.
-const CHECK_WINDOWS: u32 = 3;
 /// Standard errors a difference must exceed, and the least relative difference that counts.
 const Z: f64 = 3.0;
 const MIN_EFFECT: f64 = 0.01;
@@ -171,8 +161,6 @@ struct Acc {
     rates: (f64, f64, f64),
     /// Some period had the fast loop away from its band (catching up with a step or a load).
     unsettled: bool,
-    /// Some period had the target hold nothing back.
-    loose: bool,
 }
 
 /// Mean, variance and count of one device's per-period work, and its weight.
@@ -184,8 +172,6 @@ struct Summary {
     max_least: f64,
     /// Coefficient of variation of the interrupt rate over the window.
     rate_cv: f64,
-    /// Some period of the window had the target hold nothing back.
-    loose: bool,
 }
 
 impl Acc {
@@ -193,7 +179,6 @@ impl Acc {
         self.max_rate = self.max_rate.max(obs.rate);
         self.max_least = self.max_least.max(obs.least);
         self.unsettled |= !obs.settled;
-        self.loose |= !obs.binding;
         self.rates.0 += 1.0;
         self.rates.1 += obs.rate;
         self.rates.2 += obs.rate * obs.rate;
@@ -225,7 +210,6 @@ impl Acc {
                 let var = (sq / n.max(1.0) - mean * mean).max(0.0);
                 if mean > 0.0 { var.sqrt() / mean } else { 0.0 }
             },
-            loose: self.loose,
         }
     }
 
@@ -309,19 +293,6 @@ struct Probe {
     base: Summary,
 }
 
-/// A step up that lost a little, being checked back at its starting target
-/// ([`KneeFinder::drift_check`]).
-#[derive(Clone, Debug)]
-struct Check {
-    /// The step (its starting target and baseline).
-    step: Probe,
-    /// The target it went to, and the work there.
-    to: f64,
-    probe: Summary,
-    /// Windows measured back at the starting target so far.
-    windows: Vec<Summary>,
-}
-
 /// The knee finder. See the module documentation.
 #[derive(Clone, Debug)]
 pub(crate) struct KneeFinder {
@@ -389,13 +360,6 @@ pub(crate) struct KneeFinder {
     /// The largest relative standard deviation of the per-period work over a whole window of
     /// this search: the least noise an early verdict assumes ([`KneeFinder::early_gain`]).
     noise: f64,
-    /// A small loss on a step up under check ([`KneeFinder::drift_check`]).
-    check: Option<Check>,
-    /// The spread of whole-window means at one steady target that a check measured in this
-    /// search (relative; 0: none measured): a step up's loss counts only beyond it.
-    drift: f64,
-    /// A check ran in this search (one at most: it costs a dozen periods at the old target).
-    checked: bool,
 
     /// What the last decision was, for the plan's notes.
     last: Option<String>,
@@ -436,9 +400,6 @@ impl KneeFinder {
             least: 0.0,
             recheck: false,
             noise: 0.0,
-            check: None,
-            drift: 0.0,
-            checked: false,
             last: None,
         }
     }
@@ -467,7 +428,6 @@ impl KneeFinder {
     /// as soon as it holds.
     fn abort(&mut self, work: f64) {
         self.phase = Phase::Parked;
-        self.check = None;
         self.parked_work = Some(work);
         self.interrupted = true;
     }
@@ -681,7 +641,7 @@ impl KneeFinder {
             if let Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. } =
                 phase
             {
-                self.reject_up(p, loss * 100.0, "let go, cost completions", obs.rate, false);
+                self.reject_up(p, loss * 100.0, "let go, cost completions", obs.rate);
             }
             return;
         }
@@ -690,7 +650,7 @@ impl KneeFinder {
                 phase
             {
                 let to = self.target;
-                self.reject_up(p, loss * 100.0, "not held", to, false);
+                self.reject_up(p, loss * 100.0, "not held", to);
             }
             return;
         }
@@ -768,9 +728,6 @@ impl KneeFinder {
                     self.load_seen = None;
                     self.first_probe = obs.natural;
                     self.noise = 0.0;
-                    self.drift = 0.0;
-                    self.checked = false;
-                    self.check = None;
                     self.recheck = self.searched && !load_changed;
                     // Only the load's arrival itself, seen unheld in this very period.
                     self.first_work = (obs.unheld && !self.recheck).then_some((work, obs.rate));
@@ -845,10 +802,6 @@ impl KneeFinder {
                         self.known_work = Some(total);
                     }
                     match probe {
-                        None if self.check.is_some() => {
-                            self.drift_check(summary, total);
-                            return;
-                        }
                         None => {
                             self.start_probe(self.next_dir, summary, total);
                             return;
@@ -900,9 +853,8 @@ impl KneeFinder {
 
     /// Undoes a step up: the knee is below it, and below `reached` (the highest interrupt rate
     /// the probe saw: a probe that let go of everything reaches the load's own rate, not the
-    /// target). `recovered`: the platform already drained the probe's backlog (a check
-    /// measured the starting target again since).
-    fn reject_up(&mut self, p: Probe, pct: f64, why: &str, reached: f64, recovered: bool) {
+    /// target).
+    fn reject_up(&mut self, p: Probe, pct: f64, why: &str, reached: f64) {
         // The work to compare later loads with is the baseline's: the probe's own is the
         // platform collapsing, and a load "changed" from it would start a search for nothing.
         let work = p.base.total_and_sd().0;
@@ -931,62 +883,11 @@ impl KneeFinder {
             // The platform is coming back from the probe: its backlog drains at more than the
             // usual rate for a while, and a baseline measured then would flatter the target.
             self.phase = Phase::Settle {
-                left: if recovered { SETTLE } else { RECOVER },
+                left: RECOVER,
                 waited: 0,
                 probe: None,
             };
         }
-    }
-
-    /// One more window back at the starting target of a step up that lost a little. With
-    /// [`CHECK_WINDOWS`] of them, the loss stands only if the step's window did worse than
-    /// every window measured at its starting target (the baseline before it included) by the
-    /// least effect: a knee costs completions whatever the phase of the load's own drift, so
-    /// its window is under all of them, while the bytes of bulk flows swing 1-2% in waves of
-    /// about nine periods at any target (their windows), and a step measured on the way down
-    /// of one reads as a loss against a baseline on its crest (held-out gen-26-44). The
-    /// per-period variance the comparison uses cannot see such a wave (it assumes independent
-    /// periods); the spread of whole-window means at one target does. Otherwise the step is
-    /// tried again, and later steps of the search count a loss only beyond that spread.
-    fn drift_check(&mut self, window: Summary, work: f64) {
-        let Some(mut c) = self.check.take() else {
-            return;
-        };
-        c.windows.push(window);
-        if c.windows.len() < CHECK_WINDOWS as usize {
-            self.check = Some(c);
-            self.phase = Phase::Measure {
-                left: MEASURE,
-                acc: Acc::default(),
-                probe: None,
-            };
-            return;
-        }
-        let windows = || std::iter::once(&c.step.base).chain(&c.windows);
-        // The step's work against each window at its starting target: its best showing.
-        let best = windows()
-            .map(|w| compare(w, &c.probe).1)
-            .fold(f64::NEG_INFINITY, f64::max);
-        if best < -MIN_EFFECT {
-            let pct = compare(&c.step.base, &c.probe).1 * 100.0;
-            let reached = c.probe.max_rate;
-            self.target = c.to;
-            self.reject_up(c.step, pct, "cost completions", reached, true);
-            return;
-        }
-        let rel: Vec<f64> = windows().map(|w| compare(&c.step.base, w).1).collect();
-        let spread = rel.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-            - rel.iter().copied().fold(f64::INFINITY, f64::min);
-        self.drift = spread.max(0.0);
-        self.last = Some(format!(
-            "knee search: {:.0}/s lost no more than the work at {:.0}/s drifts ({:+.1}% against its lowest window, spread {:.1}%): trying it again",
-            c.to,
-            c.step.from,
-            best * 100.0,
-            spread * 100.0
-        ));
-        let last = c.windows.pop().unwrap_or_default();
-        self.start_probe(Dir::Up, last, work);
     }
 
     fn conclude(&mut self, p: Probe, probe: Summary, work: f64, binding: bool) {
@@ -994,16 +895,11 @@ impl KneeFinder {
         let (mut verdict, score, se) = compare(&p.base, &probe);
         let (from, to) = (p.from, self.target);
         // Up is the risky direction (towards the cliff): any loss beyond the least effect
-        // (and beyond the drift of this load's work at a steady target, where a check
-        // measured one) undoes it, significant or not; so does a rate the fast loop could not
-        // hold.
-        let unheld = probe.max_rate > UNHELD * to.max(probe.max_least);
-        let least_loss = if self.drift > 0.0 {
-            MIN_EFFECT + self.drift
-        } else {
-            MIN_EFFECT
-        };
-        if p.dir == Dir::Up && ((unheld && score <= MIN_EFFECT) || score < -least_loss.max(se)) {
+        // undoes it, significant or not; so does a rate the fast loop could not hold.
+        if p.dir == Dir::Up
+            && ((probe.max_rate > UNHELD * to.max(probe.max_least) && score <= MIN_EFFECT)
+                || score < -MIN_EFFECT.max(se))
+        {
             verdict = Verdict::Worse;
         }
         // A restless rate at the old target is the cliff's edge: a step down that gains a
@@ -1047,32 +943,7 @@ impl KneeFinder {
                     }
                 }
             }
-            // A small loss on a step whose target held the rate throughout is measured
-            // against the starting target again before it is believed (once a search).
-            (Dir::Up, Verdict::Worse)
-                if !self.checked && !unheld && !probe.loose && score >= -EARLY_LOSS =>
-            {
-                self.checked = true;
-                self.target = from;
-                self.last = Some(format!(
-                    "knee search: {to:.0}/s lost {pct:+.1}%: back to {from:.0}/s to measure it again"
-                ));
-                self.check = Some(Check {
-                    step: p,
-                    to,
-                    probe,
-                    windows: Vec::new(),
-                });
-                // The platform drains the probe's backlog first (as after any undone step).
-                self.phase = Phase::Settle {
-                    left: RECOVER,
-                    waited: 0,
-                    probe: None,
-                };
-            }
-            (Dir::Up, Verdict::Worse) => {
-                self.reject_up(p, pct, "cost completions", probe.max_rate, false)
-            }
+            (Dir::Up, Verdict::Worse) => self.reject_up(p, pct, "cost completions", probe.max_rate),
             (Dir::Down, Verdict::Better) => {
                 self.too_high = self.too_high.min(from);
                 self.proven = self.proven.min(to);
