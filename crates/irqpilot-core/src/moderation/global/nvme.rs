@@ -237,6 +237,18 @@ pub(crate) fn max_threshold(c: &CtrlInput) -> u16 {
     }
 }
 
+/// Drops from `failed` (controller -> its completions when a step failed) the controllers gone,
+/// and those whose completions changed by more than [`FLOOR_RESET`] since (a new load).
+fn forget_changed(failed: &mut BTreeMap<String, f64>, inputs: &[CtrlInput]) {
+    failed.retain(|name, f| {
+        inputs.iter().any(|c| {
+            &c.name == name
+                && c.completions
+                    .is_none_or(|w| *f > 0.0 && ((w - *f) / *f).abs() <= FLOOR_RESET)
+        })
+    });
+}
+
 /// One controller's planned threshold this period.
 #[derive(Clone, Debug)]
 struct Planned {
@@ -295,6 +307,21 @@ impl NvmeGrid {
         NvmeGrid {
             max_units: (delay_us / NVME_TIMER_US as u32).clamp(1, u32::from(u8::MAX)) as u8,
             ..NvmeGrid::default()
+        }
+    }
+
+    /// A controller over its allowance as the plan starts from it: its threshold now, its
+    /// completions (or what its rate carries at that threshold), its allowance, and what an
+    /// interrupt is planned to carry.
+    fn capped_plan(&self, c: &CtrlInput) -> Planned {
+        let state = self.ctrls.get(&c.name);
+        let t = state.map_or(1, |s| s.t);
+        Planned {
+            name: c.name.clone(),
+            t,
+            work: c.completions.unwrap_or(c.rate * f64::from(t)),
+            allowance: c.allowance.unwrap_or(c.rate).max(1.0),
+            fill: state.map_or(1.0, Ctrl::planned_fill),
         }
     }
 
@@ -365,20 +392,8 @@ impl NvmeGrid {
         // Steps sent back this period for a moved aim: the next waits a period, so that its
         // baseline is measured at the bound (this period's completions are the step's).
         let mut unjudged: Vec<String> = Vec::new();
-        self.past_failed.retain(|name, f| {
-            inputs.iter().any(|c| {
-                &c.name == name
-                    && c.completions
-                        .is_none_or(|w| *f > 0.0 && ((w - *f) / *f).abs() <= FLOOR_RESET)
-            })
-        });
-        self.long_failed.retain(|name, f| {
-            inputs.iter().any(|c| {
-                &c.name == name
-                    && c.completions
-                        .is_none_or(|w| *f > 0.0 && ((w - *f) / *f).abs() <= FLOOR_RESET)
-            })
-        });
+        forget_changed(&mut self.past_failed, inputs);
+        forget_changed(&mut self.long_failed, inputs);
         let max_units = self.max_units.max(1);
         let beside = self.beside;
         for c in inputs {
@@ -519,17 +534,13 @@ impl NvmeGrid {
         let mut may: Vec<(u16, &str)> = capped
             .iter()
             .filter(|c| {
-                let cur = self.ctrls.get(&c.name).map_or(1, |s| s.t);
-                let a = c.allowance.unwrap_or(c.rate).max(1.0);
-                let work = c.completions.unwrap_or(c.rate * cur as f64);
-                // What it needs as the plan below counts it (what an interrupt carries).
-                let fill = self.ctrls.get(&c.name).map_or(1.0, Ctrl::planned_fill);
+                let p = self.capped_plan(c);
                 c.in_flight_per_vector.is_some()
                     && c.completions.is_some()
                     && !self.past_failed.contains_key(&c.name)
                     && !unjudged.contains(&c.name)
-                    && cur >= self.bound(c)
-                    && (work / (a * fill) - 1e-9).ceil() > f64::from(self.bound(c))
+                    && p.t >= self.bound(c)
+                    && p.need() > f64::from(self.bound(c))
             })
             .map(|c| {
                 (
@@ -551,17 +562,9 @@ impl NvmeGrid {
         let mut passing: Vec<(String, f64, u16)> = Vec::new();
         self.at_limit = false;
         for c in &capped {
-            let a = c.allowance.unwrap_or(c.rate).max(1.0);
-            let cur = self.ctrls.get(&c.name).map_or(1, |s| s.t);
-            let work = c.completions.unwrap_or(c.rate * cur as f64);
+            let planned = self.capped_plan(c);
+            let (cur, work) = (planned.t, planned.work);
             let state = self.ctrls.get(&c.name);
-            let planned = Planned {
-                name: c.name.clone(),
-                t: cur,
-                work,
-                allowance: a,
-                fill: state.map_or(1.0, Ctrl::planned_fill),
-            };
             let need = planned.need();
             let tmax = self.bound(c);
             let probing = state.is_some_and(|s| s.past.is_some());
