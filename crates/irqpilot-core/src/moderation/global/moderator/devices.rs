@@ -4,6 +4,7 @@
 
 use super::{GlobalModerator, Src};
 use crate::ids::IrqNum;
+use crate::moderation::global::nic::programmed_usecs;
 use crate::moderation::global::nvme::{CtrlInput, NVME_TIMER_US};
 use crate::moderation::knobs::Knob;
 use crate::rates::Rates;
@@ -81,7 +82,40 @@ fn rate_at(r: f64, cur: f64, d: f64) -> f64 {
     1.0 / (gap + d * 1e-6)
 }
 
+/// A delayed queue whose interrupts come further apart than this many delays is not held by
+/// its delay: the rate model `1 / (1/r0 + d)` then gives its own rate within a factor of two.
+/// Closer together, the delay may be what spaces them, and its own rate is unknown.
+const UNHELD_SPACING: f64 = 2.0;
+
 impl GlobalModerator {
+    /// What the devices would make with every NIC delay let go: each delayed queue at its own
+    /// rate from the rate model, NVMe controllers as they are (their grid lets go on its own),
+    /// the rest as it is. `None` where some delayed queue's interrupts come within
+    /// [`UNHELD_SPACING`] delays of each other: that delay may be what holds it, and what it
+    /// would make without it is unknown.
+    pub(super) fn rate_let_go(
+        &self,
+        knobs: &BTreeMap<IrqNum, Knob>,
+        srcs: &[Src],
+        fixed_use: f64,
+    ) -> Option<f64> {
+        let mut total = fixed_use;
+        for s in srcs {
+            let d = match knobs.get(&s.irq) {
+                Some(Knob::NicQueue { min_usecs, .. }) => self
+                    .delay
+                    .get(&s.irq)
+                    .map_or(0.0, |&d| programmed_usecs(d, *min_usecs) as f64),
+                _ => 0.0,
+            };
+            if d > 0.0 && s.rate > 0.0 && 1e6 / s.rate < UNHELD_SPACING * d {
+                return None;
+            }
+            total += rate_at(s.rate, d, 0.0);
+        }
+        Some(total)
+    }
+
     /// What the NVMe controllers make at the least they can be held to: a controller at its
     /// largest threshold makes what it makes (its timer may fire before the threshold fills);
     /// below it, its completions over that threshold. With the delay they impose when some
