@@ -364,6 +364,10 @@ pub(crate) struct KneeFinder {
     /// this search: the least noise an early verdict assumes ([`KneeFinder::early_gain`]).
     noise: f64,
 
+    /// The highest rate of the next probe's baseline window, where it stayed a step or more
+    /// under the target (infinite otherwise): a step down starts from it.
+    held_max: f64,
+
     /// What the last decision was, for the plan's notes.
     last: Option<String>,
 }
@@ -404,6 +408,7 @@ impl KneeFinder {
             least: 0.0,
             recheck: false,
             noise: 0.0,
+            held_max: f64::INFINITY,
             last: None,
         }
     }
@@ -473,7 +478,10 @@ impl KneeFinder {
             .min(from.max(self.proven).max(self.least) * (1.0 + UNPROVEN_STEP))
             .min(MAX_TARGET)
             .min(self.too_high * MARGIN),
-            Dir::Down => (from / (1.0 + self.step)).max(self.floor),
+            // From the rate the target held, where the delays' grid held it lower: a step
+            // from the target itself may leave the rate where it was, and a descent would end
+            // on a step that moved nothing.
+            Dir::Down => (from.min(self.held_max) / (1.0 + self.step)).max(self.floor),
         };
         // A step goes the way it was asked or not at all: an "up" step capped under a rate
         // found too high would otherwise move the target down, untested as a step down.
@@ -490,6 +498,13 @@ impl KneeFinder {
 
     fn start_probe(&mut self, dir: Dir, base: Summary, work: f64) {
         let from = self.target;
+        // The highest rate of the baseline's window, where it stayed under the target by
+        // more than a step in every period: a step down from the target would move nothing.
+        self.held_max = if base.max_rate > 0.0 && base.max_rate * (1.0 + self.step) < from {
+            base.max_rate
+        } else {
+            f64::INFINITY
+        };
         self.jumped = false;
         if let Some(to) = self
             .first_work

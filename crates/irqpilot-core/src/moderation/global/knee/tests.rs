@@ -535,3 +535,41 @@ fn a_kept_jump_asks_the_ground_it_skipped_even_when_the_next_step_is_undone() {
         100.0 * work(t) / work(3e6)
     );
 }
+
+#[test]
+fn a_descent_steps_from_the_rate_the_delays_grid_held() {
+    // Held-out gen-28-43 (healthy, CPU-bound request/response, 14.6 M/s of its own, best
+    // near 4 M/s): the jump to the load's own rate is kept and steps down buy work, but the
+    // coarsest delay (2 us) already holds the rate at 60% of the load's own, under targets a
+    // step or two below it. A step down from the target then left the rate where it was,
+    // "bought nothing more", and the descent parked at 8.95 M/s with the rate at 8.2 M/s
+    // (20.2 -> 25.4 Gb/s, static 28.4). The step must start from the rate that was held.
+    let natural = 14_000_000.0;
+    let grid = 0.6 * natural;
+    let work = |r: f64| 1e10 * (r / 4e6).min(1.0) * (1.0 - 0.03 * (r - 4e6).max(0.0) / 1e6);
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    for i in 0..300u32 {
+        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+        let target = k.target();
+        let obs = if i == 0 {
+            Observation {
+                unheld: true,
+                ..period(work(natural) * noise, natural, natural, true)
+            }
+        } else if target >= natural {
+            period(work(natural) * noise, natural, natural, false)
+        } else {
+            // Any delay at all takes the rate to the grid's first point at least.
+            let rate = target.min(grid);
+            period(work(rate) * noise, rate, natural, true)
+        };
+        k.observe(&obs);
+    }
+    let rate = k.target().min(grid);
+    assert!(
+        work(rate) >= 0.95 * work(4e6),
+        "parked at {:.0}/s, the rate at {rate:.0}/s: {:.1}% of the best work",
+        k.target(),
+        100.0 * work(rate) / work(4e6)
+    );
+}
