@@ -286,6 +286,14 @@ enum Phase {
     },
 }
 
+/// A target the margin under a rate found too high went below, where the search parks: the
+/// target a step up was undone from and its window.
+#[derive(Clone, Debug)]
+struct MarginCheck {
+    from: f64,
+    base: Summary,
+}
+
 #[derive(Clone, Debug)]
 struct Probe {
     from: f64,
@@ -329,6 +337,11 @@ pub(crate) struct KneeFinder {
     load_seen: Option<u64>,
     /// The target from which a step down last bought nothing, and when.
     down_futile: Option<(f64, u64)>,
+    /// An undone step up put the target under the margin below the target it started from:
+    /// that target and its window, to compare with a baseline at the margin's target.
+    margin_check: Option<MarginCheck>,
+    /// The last period's interrupt rate and work, when nothing was held back while parked.
+    unheld_last: Option<(f64, f64)>,
     /// The natural rate when a new search started (0: none): its first probe goes no further.
     first_probe: f64,
     /// A new search started as the load was seen unheld: that period's work and rate (the
@@ -395,6 +408,8 @@ impl KneeFinder {
             loose: 0,
             load_seen: None,
             down_futile: None,
+            margin_check: None,
+            unheld_last: None,
             first_probe: 0.0,
             first_work: None,
             jumped: false,
@@ -436,12 +451,14 @@ impl KneeFinder {
     /// Gives up a baseline the fast loop stopped holding: back to parked, ready to start again
     /// as soon as it holds.
     fn abort(&mut self, work: f64) {
+        self.margin_check = None;
         self.phase = Phase::Parked;
         self.parked_work = Some(work);
         self.interrupted = true;
     }
 
     fn park(&mut self, work: f64) {
+        self.margin_check = None;
         self.phase = Phase::Parked;
         self.interrupted = false;
         self.searched = true;
@@ -674,8 +691,36 @@ impl KneeFinder {
             }
             return;
         }
+        let unheld_last = self.unheld_last.take();
         self.phase = match phase {
             Phase::Parked => {
+                // Nothing held back, and the load's own rate ran away while its work
+                // collapsed: the platform crossed a knee by itself (past it DMA slows, fewer
+                // packets share an interrupt, and the rate feeds on itself), under a target
+                // that let go of the load above its rate. Nothing binds, so without this the
+                // collapse stands. The target goes back to just above the rate the work was
+                // good at, and under the collapse's rate by the margin.
+                if obs.unheld && !obs.binding && work > 0.0 {
+                    if let Some((r0, w0)) = unheld_last.filter(|&(r0, w0)| {
+                        obs.rate > RUNAWAY * r0 && work < (1.0 - LOAD_CHANGE) * w0
+                    }) {
+                        self.too_high = self.too_high.min(obs.rate);
+                        self.target = (r0 * (1.0 + LET_GO_CLEAR))
+                            .min(self.too_high * MARGIN)
+                            .min(self.target)
+                            .max(self.floor);
+                        self.proven = self.proven.min(self.target);
+                        self.last = Some(format!(
+                            "knee search: the load's own rate ran from {r0:.0} to {:.0}/s and its work fell {:.0}%: target {:.0}/s",
+                            obs.rate,
+                            100.0 * (1.0 - work / w0),
+                            self.target
+                        ));
+                        self.phase = Phase::Parked;
+                        return;
+                    }
+                    self.unheld_last = Some((obs.rate, work));
+                }
                 // Parked above the knee (the load grew, the knee moved): the rate runs away
                 // from a target the fast loop holds everywhere else. Step down at once.
                 // Three runaway periods within half a second.
@@ -824,6 +869,24 @@ impl KneeFinder {
                     }
                     match probe {
                         None => {
+                            if let Some(m) = self.margin_check.take() {
+                                let (v, score, _) = compare(&m.base, &summary);
+                                if v == Verdict::Worse {
+                                    // The margin cost completions the target it went under
+                                    // was measured to do: that target was kept, the margin
+                                    // is not free.
+                                    self.target = m.from;
+                                    self.last = Some(format!(
+                                        "knee search: the margin's target cost completions ({:+.1}%): back to {:.0}/s",
+                                        score * 100.0,
+                                        m.from
+                                    ));
+                                    self.park(total);
+                                    return;
+                                }
+                                self.park(total);
+                                return;
+                            }
                             self.start_probe(self.next_dir, summary, total);
                             return;
                         }
@@ -892,18 +955,32 @@ impl KneeFinder {
         self.step = if room > 1.0 { room.sqrt() - 1.0 } else { 0.0 };
         // A climb proved the ground under the restored target, unless it jumped over it.
         if self.step < MIN_STEP && ((self.climbed && !self.skipped) || self.down_known_futile()) {
-            self.park(work);
+            // The margin put the target under the one the step started from, on ground no
+            // window measured: a load whose work follows its interrupts (request/response,
+            // closed loops) loses there what the target it went under was measured to do. A
+            // baseline there before parking, compared with that target's window. (Where the
+            // search goes on below instead, its steps down ask that ground.)
+            if self.target < p.from * (1.0 - MIN_STEP / 2.0) {
+                self.margin_check = Some(MarginCheck {
+                    from: p.from,
+                    base: p.base,
+                });
+                self.phase = Phase::Settle {
+                    left: RECOVER,
+                    waited: 0,
+                    probe: None,
+                };
+            } else {
+                self.park(work);
+            }
         } else {
             // Refine upwards, or, when there is no room above, look below. Either way a fresh
             // baseline at the restored target first.
             if self.step < MIN_STEP {
-                // Ground a jump skipped is asked as the let-go does (an ordinary step: a
-                // smaller one stays inside the fast loop's band and moves nothing).
-                self.step = if self.skipped {
-                    FIRST_STEP
-                } else {
-                    RECHECK_STEP
-                };
+                // An ordinary step, as the let-go asks the ground a jump skipped: a smaller one
+                // stays inside the fast loop's band and moves nothing (the first probe undone,
+                // no room above: a 5% step read "bought nothing" and parked for good).
+                self.step = FIRST_STEP;
                 self.next_dir = Dir::Down;
             } else {
                 self.next_dir = Dir::Up;
