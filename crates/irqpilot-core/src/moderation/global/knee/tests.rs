@@ -592,6 +592,19 @@ fn banded_rate(prev: f64, target: f64, natural: f64, held: bool) -> (f64, bool) 
     (rate, rate < natural)
 }
 
+/// Runs the search for `periods` over a held load of this own rate under [`banded_rate`],
+/// with a little noise on the work; returns the last period's rate.
+fn run_banded(k: &mut KneeFinder, work: &dyn Fn(f64) -> f64, natural: f64, periods: u32) -> f64 {
+    let mut rate = natural;
+    for i in 0..periods {
+        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+        let (r, binding) = banded_rate(rate, k.target(), natural, true);
+        rate = r;
+        k.observe(&period(work(rate) * noise, rate, natural, binding));
+    }
+    rate
+}
+
 #[test]
 fn the_margin_under_a_rejected_step_is_not_kept_where_it_costs_completions() {
     // Request/response traffic whose transactions follow its interrupts up to where the
@@ -602,13 +615,7 @@ fn the_margin_under_a_rejected_step_is_not_kept_where_it_costs_completions() {
     let work = |r: f64| 1e10 * (r / 2e6).min(1.05) * (2.1e6 / r).min(1.0).powi(4);
     let natural = 10e6;
     let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
-    let mut rate = natural;
-    for i in 0..400u32 {
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        let (r, binding) = banded_rate(rate, k.target(), natural, true);
-        rate = r;
-        k.observe(&period(work(rate) * noise, rate, natural, binding));
-    }
+    let rate = run_banded(&mut k, &work, natural, 400);
     let best = work(2.1e6);
     assert!(k.too_high().is_some(), "no step was undone");
     assert!(
@@ -630,13 +637,7 @@ fn a_first_probe_undone_asks_the_ground_below_with_a_step_that_moves_the_rate() 
     let work = |r: f64| 1e10 * (knee / r).min(1.0).powf(1.5);
     let natural = 3e6;
     let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
-    let mut rate = natural;
-    for i in 0..400u32 {
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        let (r, binding) = banded_rate(rate, k.target(), natural, true);
-        rate = r;
-        k.observe(&period(work(rate) * noise, rate, natural, binding));
-    }
+    let rate = run_banded(&mut k, &work, natural, 400);
     assert!(
         work(rate) >= 0.95 * work(knee),
         "parked at {:.0}/s (rate {rate:.0}/s): {:.1}% of the work under the knee",
