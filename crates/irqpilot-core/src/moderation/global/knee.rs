@@ -881,8 +881,6 @@ impl KneeFinder {
                                         score * 100.0,
                                         m.from
                                     ));
-                                    self.park(total);
-                                    return;
                                 }
                                 self.park(total);
                                 return;
