@@ -115,14 +115,11 @@ const MAX_TARGET: f64 = 50_000_000.0;
 /// (or a noisy verdict) is tried again eventually (about 1% per second at 10 ms periods).
 const FORGET: f64 = 1.0001;
 
-/// Work per device in one period: (device, work per second, weight: its interrupt rate).
-pub(crate) type DeviceWork = Vec<(String, f64, f64)>;
-
 /// What the fast loop and the devices did in one period.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Observation {
     /// Work per device this period: (device, work per second, weight: its interrupt rate).
-    pub work: DeviceWork,
+    pub work: Vec<(String, f64, f64)>,
     /// Whether the fast loop is holding sources back because of the target.
     pub binding: bool,
     /// Device interrupts/s this period.
@@ -347,9 +344,9 @@ pub(crate) struct KneeFinder {
     unheld_last: Option<(f64, f64)>,
     /// The natural rate when a new search started (0: none): its first probe goes no further.
     first_probe: f64,
-    /// A new search started as the load was seen unheld: that period's work per device and
-    /// its interrupt rate (the first probe may go there, see `natural_ground`).
-    first_work: Option<(DeviceWork, f64)>,
+    /// A new search started as the load was seen unheld: that period's work and rate (the
+    /// first probe may go there, see `natural_ground`).
+    first_work: Option<(f64, f64)>,
     /// The probe under way went to the load's own rate on that evidence.
     jumped: bool,
     /// A jump was kept in this search: the ground between its start and the load's own rate
@@ -530,7 +527,7 @@ impl KneeFinder {
             .first_work
             .take()
             .filter(|_| dir == Dir::Up)
-            .and_then(|(seen, rate)| self.natural_ground(&seen, rate, &base))
+            .and_then(|seen| self.natural_ground(seen, &base))
         {
             self.first_probe = 0.0;
             self.target = to;
@@ -799,8 +796,7 @@ impl KneeFinder {
                     self.noise = 0.0;
                     self.recheck = self.searched && !load_changed;
                     // Only the load's arrival itself, seen unheld in this very period.
-                    self.first_work =
-                        (obs.unheld && !self.recheck).then(|| (obs.work.clone(), obs.rate));
+                    self.first_work = (obs.unheld && !self.recheck).then_some((work, obs.rate));
                     if self.recheck {
                         self.step = RECHECK_STEP;
                     } else {

@@ -20,47 +20,20 @@ use super::{EARLY_LOSS, KneeFinder, MARGIN, MAX_TARGET, MIN_STEP, NATURAL_CLEAR,
 
 impl KneeFinder {
     /// Where a new search's first probe goes when the load's arrival, seen unheld (`seen`:
-    /// that period's work per device, `rate`: its interrupt rate), did more work than the
-    /// baseline `base` at the target: the load's own rate, cleared by `NATURAL_CLEAR`. `None`:
-    /// an ordinary step (the rate is within one, or the work is no better beyond one period's
-    /// noise and the bar of an early verdict).
-    ///
-    /// The work is compared device by device, each relative to its own baseline and weighted
-    /// by its interrupts, as a probe's window is ([`super::compare`]): a sum would add an
-    /// interface's bytes/s to a controller's I/Os/s, and the drives beside a NIC would vanish
-    /// in it (held-out gen-34-17, a 10G NIC beside 7 drives on a healthy platform: the arrival
-    /// did 60% more I/Os than the 1 M/s start left the drives, 0.5% of the sum; the search
-    /// climbed in steps, read noise as a knee at 1.5 M/s and held the drives at 69% of their
-    /// I/Os for every burst).
-    pub(super) fn natural_ground(
-        &self,
-        seen: &[(String, f64, f64)],
-        rate: f64,
-        base: &Summary,
-    ) -> Option<f64> {
+    /// work and interrupt rate of that period), did more work than the baseline `base` at the
+    /// target: the load's own rate, cleared by `NATURAL_CLEAR`. `None`: an ordinary step (the
+    /// rate is within one, or the work is no better beyond one period's noise and the bar of
+    /// an early verdict).
+    pub(super) fn natural_ground(&self, (work, rate): (f64, f64), base: &Summary) -> Option<f64> {
         let start = self.target.max(self.least);
         if rate <= start * (1.0 + self.step) {
             return None;
         }
-        let (mut gain, mut var, mut wsum) = (0.0, 0.0, 0.0);
-        for (d, w, weight) in seen {
-            let Some(&(m0, v0, n0, w0)) = base.devices.get(d) else {
-                continue;
-            };
-            if m0 <= 0.0 {
-                continue;
-            }
-            let wt = (w0 + weight) / 2.0 + 1e-9;
-            gain += wt * (w - m0) / m0;
-            // One period against the baseline's mean.
-            var += wt * wt * v0 * (1.0 + 1.0 / n0) / (m0 * m0);
-            wsum += wt;
-        }
-        if wsum <= 0.0 {
-            return None;
-        }
-        let (gain, se) = (gain / wsum, var.sqrt() / wsum);
-        if gain <= (Z * se).max(EARLY_LOSS) {
+        let (mean, sd) = base.total_and_sd();
+        let n = base.devices.values().map(|d| d.2).fold(1.0, f64::max);
+        // One period against the baseline's mean.
+        let se = sd * (1.0 + 1.0 / n).sqrt();
+        if mean <= 0.0 || work - mean <= (Z * se).max(EARLY_LOSS * mean) {
             return None;
         }
         let to = (rate * (1.0 + NATURAL_CLEAR))
