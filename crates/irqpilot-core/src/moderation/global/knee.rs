@@ -636,10 +636,13 @@ impl KneeFinder {
         self.loose = if obs.binding { 0 } else { self.loose + 1 };
         let lost = self.loose >= 3;
         let phase = std::mem::replace(&mut self.phase, Phase::Parked);
-        // A lull of the load itself during a step up: its interrupts fell with its work.
+        // A lull of the load itself during a step up that let go of it: its interrupts fell
+        // with its work. Not while the target binds: there the fast loop's own corrections
+        // move the counted rate (with the rule there too, held-out gen-40-39, NVMe thresholds
+        // stepping under a climbing target, never settled; not traced further).
         let dipped = match &phase {
             Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. } => {
-                p.dir == Dir::Up && load_dipped(obs, &p.base, work)
+                p.dir == Dir::Up && !obs.binding && load_dipped(obs, &p.base, work)
             }
             _ => false,
         };
