@@ -130,8 +130,11 @@ pub(crate) struct Observation {
     pub work: Vec<(String, f64, f64)>,
     /// Whether the fast loop is holding sources back because of the target.
     pub binding: bool,
-    /// Device interrupts/s this period.
+    /// Device interrupts/s this period (smoothed, as the fast loop sees them).
     pub rate: f64,
+    /// Device interrupts/s this period as counted, unsmoothed: whether the interrupts fell
+    /// with the work in this very period ([`load_dipped`]).
+    pub raw_rate: f64,
     /// The interrupt rate the devices made when nothing was held back, last seen (0: not
     /// seen): where the first probe of a search goes.
     pub natural: f64,
@@ -180,6 +183,8 @@ struct Summary {
     max_least: f64,
     /// Coefficient of variation of the interrupt rate over the window.
     rate_cv: f64,
+    /// Mean interrupt rate over the window.
+    mean_rate: f64,
 }
 
 impl Acc {
@@ -218,6 +223,7 @@ impl Acc {
                 let var = (sq / n.max(1.0) - mean * mean).max(0.0);
                 if mean > 0.0 { var.sqrt() / mean } else { 0.0 }
             },
+            mean_rate: self.rates.1 / self.rates.0.max(1.0),
         }
     }
 
@@ -237,6 +243,30 @@ impl Summary {
         let var: f64 = self.devices.values().map(|d| d.1).sum();
         (mean, var.sqrt())
     }
+}
+
+/// A period of a step up whose interrupts fell under the baseline's at least this share of the
+/// way its work fell is the load's own lull ([`load_dipped`]).
+const DIP_SHARE: f64 = 0.5;
+
+/// Whether a period of a step up lost work because the load itself paused: its interrupts, as
+/// counted this period, fell under the baseline's rate with the work (at least `DIP_SHARE` of
+/// the way). A knee is the other shape: past it the work falls while the interrupts go on at
+/// the target or above it (DMA slows, fewer completions share an interrupt), so their rate
+/// stays at or over the baseline's, which ran under the knee. Paced bulk flows that the load
+/// starts together pause together (held-out gen-36-19: one period in eight or nine at two
+/// thirds of the work, the interrupts falling with it); on a probe's first period against a
+/// steady baseline such a lull read as a knee, and a healthy platform was held at 70% of its
+/// load's own rate for good.
+fn load_dipped(obs: &Observation, base: &Summary, work: f64) -> bool {
+    let (w0, _) = base.total_and_sd();
+    let r0 = base.mean_rate;
+    if w0 <= 0.0 || r0 <= 0.0 {
+        return false;
+    }
+    let loss = work / w0 - 1.0;
+    let fall = obs.raw_rate / r0 - 1.0;
+    loss < -MIN_EFFECT && fall <= DIP_SHARE * loss
 }
 
 /// How a probe compared with its baseline.
@@ -388,6 +418,9 @@ pub(crate) struct KneeFinder {
     /// The highest rate of the next probe's baseline window, where it stayed a step or more
     /// under the target (infinite otherwise): a step down starts from it.
     held_max: f64,
+    /// Periods of the probe under way left out of its window as the load's own lulls
+    /// ([`load_dipped`]), at most `MEASURE`.
+    dips: u32,
 
     /// Periods in a row a load has run unheld at `UNBOUND_SHARE` of the target or more, and
     /// its work over the last `MEASURE` of them (the baseline of the step down it is asked).
@@ -449,6 +482,7 @@ impl KneeFinder {
             unbound_peak: 0.0,
             unbound_asked: None,
             unbound_from: None,
+            dips: 0,
             last: None,
         }
     }
@@ -552,6 +586,7 @@ impl KneeFinder {
             f64::INFINITY
         };
         self.jumped = false;
+        self.dips = 0;
         if let Some(to) = self
             .first_work
             .take()
@@ -705,6 +740,16 @@ impl KneeFinder {
         self.loose = if obs.binding { 0 } else { self.loose + 1 };
         let lost = self.loose >= 3;
         let phase = std::mem::replace(&mut self.phase, Phase::Parked);
+        // A lull of the load itself during a step up that let go of it: its interrupts fell
+        // with its work. Not while the target binds: there the fast loop's own corrections
+        // move the counted rate (with the rule there too, held-out gen-40-39, NVMe thresholds
+        // stepping under a climbing target, never settled; not traced further).
+        let dipped = match &phase {
+            Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. } => {
+                p.dir == Dir::Up && !obs.binding && load_dipped(obs, &p.base, work)
+            }
+            _ => false,
+        };
         // A step up that the platform does not hold is undone without waiting for the window.
         // Not when the target holds nothing back: less work then is the load leaving, not the
         // platform collapsing (a burst ending mid-probe read as a knee at the probe's rate).
@@ -712,7 +757,7 @@ impl KneeFinder {
         // by a period or two (the target still binds), but a platform past its knee loses work
         // while the interrupts go on at the target.
         let early = match &phase {
-            _ if !obs.binding => None,
+            _ if !obs.binding || dipped => None,
             Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. }
                 if obs.rate < GONE * p.from =>
             {
@@ -767,7 +812,7 @@ impl KneeFinder {
                     // the work falls only then).
                     let (base, sd) = p.base.total_and_sd();
                     let loss = (work - base) / base.max(1e-9);
-                    if loss < -EARLY_LOSS.max(Z * sd / base.max(1e-9)) {
+                    if !dipped && loss < -EARLY_LOSS.max(Z * sd / base.max(1e-9)) {
                         let_go_loss = Some(loss);
                     }
                 } else {
@@ -793,6 +838,16 @@ impl KneeFinder {
                 let to = self.target;
                 self.reject_up(p, loss * 100.0, "not held", to);
             }
+            return;
+        }
+        // The load's own lull says nothing about the step: left out of its window (a few at
+        // most: a load that stays lower is judged as it is).
+        if dipped
+            && self.dips < MEASURE
+            && matches!(phase, Phase::Settle { left: 0, .. } | Phase::Measure { .. })
+        {
+            self.dips += 1;
+            self.phase = phase;
             return;
         }
         let unheld_last = self.unheld_last.take();

@@ -241,8 +241,10 @@ impl GlobalModerator {
         let knobs = &m.moderation.knobs;
         let w = self.cfg.smoothing.clamp(0.01, 1.0);
         let mut rate: HashMap<IrqNum, f64> = HashMap::new();
+        let mut raw: HashMap<IrqNum, f64> = HashMap::new();
         for row in &rates.rows {
             if let RowLabel::Irq(n) = row.label {
+                raw.insert(n, row.total_per_sec);
                 let prev = self.smoothed.get(&n).copied().unwrap_or(row.total_per_sec);
                 let r = prev + w * (row.total_per_sec - prev);
                 self.smoothed.insert(n, r);
@@ -254,6 +256,12 @@ impl GlobalModerator {
             .values()
             .filter(|i| i.is_device())
             .filter_map(|i| rate.get(&i.irq))
+            .sum();
+        let raw_total: f64 = m
+            .irqs
+            .values()
+            .filter(|i| i.is_device())
+            .filter_map(|i| raw.get(&i.irq))
             .sum();
         let mut srcs: Vec<Src> = self
             .movable(m)
@@ -472,6 +480,7 @@ impl GlobalModerator {
         let mut obs = Observation {
             work: nic_work,
             rate: device_total,
+            raw_rate: raw_total,
             natural: self.natural,
             settled: device_total <= target.max(least) * 1.02
                 && (device_total >= relax_below * 0.98 || !held),
