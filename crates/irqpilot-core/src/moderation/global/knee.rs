@@ -95,14 +95,6 @@ const HELD: u32 = 10;
 /// An interrupt rate varying this much (coefficient of variation) over a window that the fast
 /// loop holds is a platform near its cliff: a step down that calms it is a gain.
 const UNSTABLE: f64 = 0.1;
-/// A load that makes at least this fraction of the target's interrupts with nothing held back,
-/// and whose work fell on its own since it arrived, is asked once, after `QUIET` periods,
-/// whether fewer interrupts buy it completions: past a knee under the target its own rate
-/// collapses with its work (fewer completions, fewer interrupts) and may stay under the
-/// target, where nothing binds and no search starts. Lighter loads are not asked: the probe
-/// costs them latency, and a knee under half the target is one the search has no ground to
-/// expect.
-const UNBOUND_SHARE: f64 = 0.5;
 /// Back-off of a parked finder, first and longest, in periods.
 const BACKOFF_FIRST: u64 = 100;
 const BACKOFF_MAX: u64 = 3200;
@@ -422,18 +414,6 @@ pub(crate) struct KneeFinder {
     /// ([`load_dipped`]), at most `MEASURE`.
     dips: u32,
 
-    /// Periods in a row a load has run unheld at `UNBOUND_SHARE` of the target or more, and
-    /// its work over the last `MEASURE` of them (the baseline of the step down it is asked).
-    unbound_run: u64,
-    unbound_acc: Acc,
-    /// The most work one period of that run did (its arrival, before a collapse set in).
-    unbound_peak: f64,
-    /// The work of the unheld load last asked (no new question until it changes by a third).
-    unbound_asked: Option<f64>,
-    /// The target in force before an unheld load was asked: where it goes back to when the
-    /// first step down bought nothing.
-    unbound_from: Option<f64>,
-
     /// What the last decision was, for the plan's notes.
     last: Option<String>,
 }
@@ -477,11 +457,6 @@ impl KneeFinder {
             recheck: false,
             noise: 0.0,
             held_max: f64::INFINITY,
-            unbound_run: 0,
-            unbound_acc: Acc::default(),
-            unbound_peak: 0.0,
-            unbound_asked: None,
-            unbound_from: None,
             dips: 0,
             last: None,
         }
@@ -510,9 +485,6 @@ impl KneeFinder {
     /// Gives up a baseline the fast loop stopped holding: back to parked, ready to start again
     /// as soon as it holds.
     fn abort(&mut self, work: f64) {
-        if let Some(t) = self.unbound_from.take() {
-            self.target = t;
-        }
         self.margin_check = None;
         self.phase = Phase::Parked;
         self.parked_work = Some(work);
@@ -520,7 +492,6 @@ impl KneeFinder {
     }
 
     fn park(&mut self, work: f64) {
-        self.unbound_from = None;
         self.margin_check = None;
         self.phase = Phase::Parked;
         self.interrupted = false;
@@ -631,81 +602,6 @@ impl KneeFinder {
         } else {
             self.park(work);
         }
-    }
-
-    /// A heavy load under a target that holds nothing back: the target was never tried
-    /// against it, and past a knee under the target its own rate falls with its work (fewer
-    /// completions, fewer interrupts), so that it may stay under the target in a collapse
-    /// (held-out gen-34-23: a 10G bulk load on a 0.51 M/s knee ran unheld at 0.82 M/s and
-    /// 0.63 of the healthy platform; a target of 0.45 M/s gives it its line rate). Its sign:
-    /// the work fell on its own after the load arrived (gen-34-23: its first period, before
-    /// the collapse set in, did 18% more than every later one; a healthy platform's first
-    /// period does less, the load still ramping up). After `QUIET` periods of such a load,
-    /// once per load, one step down from its own rate asks whether fewer interrupts buy
-    /// completions; its baseline is the load's own last `MEASURE` periods. Bought, the
-    /// descent goes on as any; not, the target goes back. Returns whether the probe started.
-    fn ask_unbound(&mut self, obs: &Observation, work: f64) -> bool {
-        let heavy = obs.unheld
-            && !obs.binding
-            && work > 0.0
-            && obs.rate >= UNBOUND_SHARE * self.target
-            && obs.rate > self.floor * (1.0 + FIRST_STEP);
-        let asked = self
-            .unbound_asked
-            .is_some_and(|k| k > 0.0 && ((work - k) / k).abs() <= LOAD_CHANGE);
-        if !heavy || asked {
-            self.unbound_run = 0;
-            self.unbound_acc = Acc::default();
-            self.unbound_peak = 0.0;
-            return false;
-        }
-        self.unbound_run += 1;
-        self.unbound_peak = self.unbound_peak.max(work);
-        if self.unbound_run + u64::from(MEASURE) > QUIET {
-            self.unbound_acc.add(obs);
-        }
-        if self.unbound_run < QUIET {
-            return false;
-        }
-        let acc = std::mem::take(&mut self.unbound_acc);
-        self.unbound_run = 0;
-        let peak = std::mem::take(&mut self.unbound_peak);
-        let base = acc.summary();
-        let total = acc.total();
-        self.unbound_asked = Some(total);
-        // Only a load whose work fell on its own, nothing held back, beyond its noise and an
-        // early loss: a steady one (a medium request/response load on a healthy platform, whose
-        // transactions pay every microsecond of a probe's delays: gen-36-10, p99 1.19x `none`
-        // when asked) is left alone.
-        let (mean, sd) = base.total_and_sd();
-        if peak - mean <= (EARLY_LOSS * mean).max(Z * sd) {
-            return false;
-        }
-        let (n, sum, _) = acc.rates;
-        let own = sum / n.max(1.0);
-        let before = self.target;
-        self.unbound_from = Some(before);
-        self.last = Some(format!(
-            "knee search: a load at {own:.0}/s under target {:.0}/s, nothing held back, lost {:.0}% of its work on its own: asking a step down",
-            self.target,
-            100.0 * (1.0 - mean / peak)
-        ));
-        self.target = own;
-        self.climbed = false;
-        self.descended = false;
-        self.skipped = false;
-        self.interrupted = false;
-        self.first_work = None;
-        self.first_probe = 0.0;
-        self.recheck = false;
-        self.step = FIRST_STEP;
-        self.start_probe(Dir::Down, base, total);
-        if !self.searching() {
-            // It could not step (the floor): nothing asked.
-            self.unbound_from = None;
-            self.target = before;
-        }
-        true
     }
 
     /// Whether a step down from the current target was found to buy nothing not long ago.
@@ -879,9 +775,6 @@ impl KneeFinder {
                         return;
                     }
                     self.unheld_last = Some((obs.rate, work));
-                }
-                if self.ask_unbound(obs, work) {
-                    return;
                 }
                 // Parked above the knee (the load grew, the knee moved): the rate runs away
                 // from a target the fast loop holds everywhere else. Step down at once.
@@ -1211,7 +1104,6 @@ impl KneeFinder {
             }
             (Dir::Up, Verdict::Worse) => self.reject_up(p, pct, "cost completions", probe.max_rate),
             (Dir::Down, Verdict::Better) => {
-                self.unbound_from = None;
                 self.too_high = self.too_high.min(from);
                 self.proven = self.proven.min(to);
                 self.last = Some(format!(
@@ -1232,9 +1124,7 @@ impl KneeFinder {
                 self.park(work);
             }
             (Dir::Down, Verdict::Same | Verdict::Worse) => {
-                // An unheld load asked whether fewer interrupts buy it completions: they do
-                // not, and the target it ran under stands.
-                self.target = self.unbound_from.take().unwrap_or(from);
+                self.target = from;
                 self.down_futile = Some((from, self.period));
                 self.last = Some(format!(
                     "knee search: {to:.0}/s bought nothing ({pct:+.1}%): target stays {from:.0}/s"
