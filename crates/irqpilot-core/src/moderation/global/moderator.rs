@@ -251,18 +251,15 @@ impl GlobalModerator {
                 rate.insert(n, r);
             }
         }
-        let device_total: f64 = m
-            .irqs
-            .values()
-            .filter(|i| i.is_device())
-            .filter_map(|i| rate.get(&i.irq))
-            .sum();
-        let raw_total: f64 = m
-            .irqs
-            .values()
-            .filter(|i| i.is_device())
-            .filter_map(|i| raw.get(&i.irq))
-            .sum();
+        // Device interrupts/s, smoothed (the fast loop's view) and as counted.
+        let (device_total, raw_total) =
+            m.irqs
+                .values()
+                .filter(|i| i.is_device())
+                .fold((0.0, 0.0), |(s, c), i| {
+                    let get = |m: &HashMap<IrqNum, f64>| m.get(&i.irq).copied().unwrap_or(0.0);
+                    (s + get(&rate), c + get(&raw))
+                });
         let mut srcs: Vec<Src> = self
             .movable(m)
             .map(|(irq, _)| Src {
