@@ -240,31 +240,26 @@ impl GlobalModerator {
         let m = input.machine;
         let knobs = &m.moderation.knobs;
         let w = self.cfg.smoothing.clamp(0.01, 1.0);
-        let mut rate: HashMap<IrqNum, f64> = HashMap::new();
-        let mut raw: HashMap<IrqNum, f64> = HashMap::new();
+        // Interrupts/s per IRQ: smoothed (the fast loop's view) and as counted this period.
+        let mut rate: HashMap<IrqNum, (f64, f64)> = HashMap::new();
         for row in &rates.rows {
             if let RowLabel::Irq(n) = row.label {
-                raw.insert(n, row.total_per_sec);
                 let prev = self.smoothed.get(&n).copied().unwrap_or(row.total_per_sec);
                 let r = prev + w * (row.total_per_sec - prev);
                 self.smoothed.insert(n, r);
-                rate.insert(n, r);
+                rate.insert(n, (r, row.total_per_sec));
             }
         }
-        // Device interrupts/s, smoothed (the fast loop's view) and as counted.
-        let (device_total, raw_total) =
-            m.irqs
-                .values()
-                .filter(|i| i.is_device())
-                .fold((0.0, 0.0), |(s, c), i| {
-                    let get = |m: &HashMap<IrqNum, f64>| m.get(&i.irq).copied().unwrap_or(0.0);
-                    (s + get(&rate), c + get(&raw))
-                });
+        let (device_total, raw_total) = m
+            .irqs
+            .values()
+            .filter_map(|i| i.is_device().then(|| rate.get(&i.irq)).flatten())
+            .fold((0.0, 0.0), |(s, c), &(r, counted)| (s + r, c + counted));
         let mut srcs: Vec<Src> = self
             .movable(m)
             .map(|(irq, _)| Src {
                 irq,
-                rate: rate.get(&irq).copied().unwrap_or(0.0),
+                rate: rate.get(&irq).map_or(0.0, |&(r, _)| r),
                 cpu: m
                     .irqs
                     .get(&irq)
