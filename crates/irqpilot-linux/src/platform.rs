@@ -37,6 +37,7 @@ use irqpilot_core::{
 };
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// `/proc/interrupts`, relative to the root.
 pub const PROC_INTERRUPTS: &str = "proc/interrupts";
@@ -197,7 +198,12 @@ impl LinuxPlatform {
         if let Err(e) = write_once(&path, &procirq::render_affinity_list(cpus)) {
             return (Some(old_text), Err(apply_error(&e, &path)));
         }
-        let result = verify(&path, cpus, procirq::parse_affinity_list);
+        let result = verify_settled(
+            || std::fs::read_to_string(&path),
+            &path,
+            cpus,
+            &AFFINITY_REREADS,
+        );
         if result.is_ok() {
             self.log_effective(irq, cpus);
         }
@@ -279,6 +285,47 @@ pub(crate) fn verify(
         _ => Err(ApplyError::NotTaken {
             readback: back.trim_end_matches('\n').to_string(),
         }),
+    }
+}
+
+/// Pauses before each re-read of an IRQ's `smp_affinity_list` that did not show the mask just
+/// written (31 ms in all). Where the move waits for the IRQ to fire (x86 without interrupt
+/// remapping), the interrupt path clears the "move pending" flag before it installs the new
+/// mask, and sets it again when the vector's previous move is not cleaned up yet
+/// (kernel/irq/migration.c, `irq_move_masked_irq`); the file is read without the
+/// descriptor's lock, so a read in that window shows the mask from before the write. Under
+/// load (a daemon restoring on SIGTERM while the devices still interrupt) a single read-back
+/// can land there: the VM lab caught one such false "not held" restore.
+const AFFINITY_REREADS: [Duration; 5] = [
+    Duration::from_millis(1),
+    Duration::from_millis(2),
+    Duration::from_millis(4),
+    Duration::from_millis(8),
+    Duration::from_millis(16),
+];
+
+/// [`verify`] for a `smp_affinity_list` file, read by `read`: a read-back that does not show
+/// `want` is read again after each of `pauses` before the write counts as not held.
+fn verify_settled(
+    mut read: impl FnMut() -> io::Result<String>,
+    path: &Path,
+    want: &CpuSet,
+    pauses: &[Duration],
+) -> Result<bool, ApplyError> {
+    let mut pauses = pauses.iter();
+    loop {
+        let back = read().map_err(|e| apply_error(&e, path))?;
+        if procirq::parse_affinity_list(&back).ok().as_ref() == Some(want) {
+            return Ok(true);
+        }
+        match pauses.next() {
+            Some(pause) => std::thread::sleep(*pause),
+            None => {
+                return Err(ApplyError::NotTaken {
+                    readback: back.trim_end_matches('\n').to_string(),
+                });
+            }
+        }
     }
 }
 
@@ -456,7 +503,7 @@ impl Platform for LinuxPlatform {
     }
 
     fn sleep(&mut self, ns: u64) {
-        std::thread::sleep(std::time::Duration::from_nanos(ns));
+        std::thread::sleep(Duration::from_nanos(ns));
     }
 }
 
@@ -481,10 +528,64 @@ mod tests {
         }
     }
 
+    /// A read-back caught while the kernel installs a deferred move (the old mask for a moment)
+    /// is read again: the write counts as held once the new mask shows.
+    #[test]
+    fn affinity_read_back_in_a_moves_window_is_read_again() {
+        let want = procirq::parse_affinity_list("3").unwrap();
+        let pauses = [Duration::ZERO; 3];
+        let mut reads = ["0\n", "0\n", "3\n"].into_iter();
+        let got = verify_settled(
+            || Ok(reads.next().unwrap().to_string()),
+            Path::new("/proc/irq/30/smp_affinity_list"),
+            &want,
+            &pauses,
+        );
+        assert_eq!(got, Ok(true));
+        assert_eq!(reads.next(), None, "stops reading once it holds");
+    }
+
+    /// A mask the kernel did not keep still counts as not held, with what it shows.
+    #[test]
+    fn affinity_not_kept_is_not_taken_after_the_rereads() {
+        let want = procirq::parse_affinity_list("3").unwrap();
+        let pauses = [Duration::ZERO; 3];
+        let mut n = 0;
+        let got = verify_settled(
+            || {
+                n += 1;
+                Ok("0-1\n".to_string())
+            },
+            Path::new("/proc/irq/30/smp_affinity_list"),
+            &want,
+            &pauses,
+        );
+        assert_eq!(
+            got,
+            Err(ApplyError::NotTaken {
+                readback: "0-1".into()
+            })
+        );
+        assert_eq!(n, 4, "one read and one per pause");
+    }
+
+    /// An IRQ gone between the write and the read-back is reported as vanished, not re-read.
+    #[test]
+    fn affinity_read_back_error_is_the_kernels() {
+        let want = procirq::parse_affinity_list("3").unwrap();
+        let got = verify_settled(
+            || Err(io::Error::from_raw_os_error(libc::ENOENT)),
+            Path::new("/proc/irq/30/smp_affinity_list"),
+            &want,
+            &[Duration::ZERO],
+        );
+        assert_eq!(got, Err(ApplyError::Vanished));
+    }
+
     #[test]
     fn monotonic_clock_advances() {
         let a = monotonic_now();
-        std::thread::sleep(std::time::Duration::from_millis(2));
+        std::thread::sleep(Duration::from_millis(2));
         let b = monotonic_now();
         assert!(b.since(a).is_some_and(|d| d >= 2_000_000), "{a:?} {b:?}");
     }
