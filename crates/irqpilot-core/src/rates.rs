@@ -591,7 +591,7 @@ mod tests {
             vec![Some(CpuTickDelta {
                 irq: 25,
                 softirq: 0,
-                idle: 65,
+                idle: 75,
                 total: 100
             })]
         );
