@@ -73,12 +73,6 @@ pub struct CpuRate {
 pub struct CpuTickDelta {
     /// Ticks in the `irq` column (hardirq time).
     pub irq: u64,
-    /// Ticks in the `softirq` column (0 where the line has none).
-    #[serde(default)]
-    pub softirq: u64,
-    /// Ticks in the `idle` and `iowait` columns (time the CPU had nothing to run).
-    #[serde(default)]
-    pub idle: u64,
     /// Ticks in every column together (all time the CPU accounted).
     pub total: u64,
 }
@@ -357,18 +351,7 @@ impl Rates {
                 slot.softirq_pct = pct(p.softirq, c.softirq);
                 if let (Some(a), Some(b)) = (p.irq, c.irq) {
                     if let (Some(irq), Some(t)) = (b.checked_sub(a), self.cpu_ticks.get_mut(i)) {
-                        let softirq = match (p.softirq, c.softirq) {
-                            (Some(a), Some(b)) => b.saturating_sub(a),
-                            _ => 0,
-                        };
-                        let idle = (c.idle + c.iowait.unwrap_or(0))
-                            .saturating_sub(p.idle + p.iowait.unwrap_or(0));
-                        *t = Some(CpuTickDelta {
-                            irq,
-                            softirq,
-                            idle,
-                            total,
-                        });
+                        *t = Some(CpuTickDelta { irq, total });
                     }
                 }
             }
@@ -590,8 +573,6 @@ mod tests {
             r.cpu_ticks,
             vec![Some(CpuTickDelta {
                 irq: 25,
-                softirq: 0,
-                idle: 75,
                 total: 100
             })]
         );

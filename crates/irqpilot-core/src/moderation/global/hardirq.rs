@@ -87,11 +87,8 @@ pub fn hardirq_verdict(irq: u64, total: u64, limit_pct: f64) -> HardirqVerdict {
 
 #[derive(Clone, Debug, Default)]
 struct Window {
-    /// Per period: hardirq ticks, softirq ticks, idle ticks, all ticks.
-    periods: VecDeque<(u64, u64, u64, u64)>,
+    periods: VecDeque<(u64, u64)>,
     irq: u64,
-    soft: u64,
-    idle: u64,
     total: u64,
 }
 
@@ -107,19 +104,15 @@ impl HardirqWatch {
         for (slot, ticks) in rates.per_cpu.iter().zip(&rates.cpu_ticks) {
             let Some(t) = ticks else { continue };
             let w = self.windows.entry(slot.cpu.0).or_default();
-            w.periods.push_back((t.irq, t.softirq, t.idle, t.total));
+            w.periods.push_back((t.irq, t.total));
             w.irq += t.irq;
-            w.soft += t.softirq;
-            w.idle += t.idle;
             w.total += t.total;
             // Drop the oldest periods while the rest still fill the window.
-            while let Some(&(i, s, d, n)) = w.periods.front() {
+            while let Some(&(i, n)) = w.periods.front() {
                 if w.total - n < WINDOW_TICKS {
                     break;
                 }
                 w.irq -= i;
-                w.soft -= s;
-                w.idle -= d;
                 w.total -= n;
                 w.periods.pop_front();
             }
@@ -131,21 +124,6 @@ impl HardirqWatch {
         match self.windows.get(&cpu) {
             Some(w) => hardirq_verdict(w.irq, w.total, limit_pct),
             None => HardirqVerdict::Unknown,
-        }
-    }
-
-    /// Whether `cpu` is bound by the work its interrupts bring: its time without idle is
-    /// surely above `limit_pct` (the same interval as the hardirq share) and hardirq and
-    /// softirq ticks are at least half of that time. `Above` carries the busy share. Below
-    /// means the busy share is surely under the limit.
-    pub(crate) fn busy_verdict(&self, cpu: u32, limit_pct: f64) -> HardirqVerdict {
-        let Some(w) = self.windows.get(&cpu) else {
-            return HardirqVerdict::Unknown;
-        };
-        let busy = w.total.saturating_sub(w.idle);
-        match hardirq_verdict(busy, w.total, limit_pct) {
-            HardirqVerdict::Above { .. } if 2 * (w.irq + w.soft) < busy => HardirqVerdict::Near,
-            v => v,
         }
     }
 
@@ -178,8 +156,8 @@ mod tests {
         for (i, n) in quantized(share, periods, phase) {
             w.irq += i;
             w.total += n;
-            w.periods.push_back((i, 0, 0, n));
-            while let Some(&(i, _, _, n)) = w.periods.front() {
+            w.periods.push_back((i, n));
+            while let Some(&(i, n)) = w.periods.front() {
                 if w.total - n < WINDOW_TICKS {
                     break;
                 }

@@ -115,8 +115,6 @@ pub struct GlobalModerator {
     hardirq: HardirqWatch,
     /// Interrupts/s allowed the moderatable sources of a CPU found over the hardirq limit.
     cpu_caps: BTreeMap<u32, f64>,
-    /// The same for a CPU found busy with interrupt work ([`BUSY_PERCENT`]).
-    busy_caps: BTreeMap<u32, f64>,
     knee: KneeFinder,
     last_target: f64,
     /// Knob settings found before the moderator first changed them (`idle =
@@ -152,18 +150,6 @@ pub struct GlobalModerator {
 const FLOOR_PERIODS: u64 = 500;
 const FLOOR_RESET: f64 = 0.5;
 
-/// A CPU whose ticks without idle are surely above this share (the lower end of their
-/// interval, `hardirq.rs`; at 100 ticks that takes 97 or more), at least half of them hardirq
-/// and softirq, is bound by the work its interrupts bring, whatever the platform-wide rate:
-/// every interrupt there costs its handler and a poll's fixed part out of the time the
-/// packets need. Its sources' interrupts are cut by [`BUSY_CUT`] (each then brings twice the
-/// completions), again while it stays this busy, down to the delay ceiling, and let go in
-/// `relax` steps once the upper end is under the share. A CPU with idle time never proves it:
-/// no effect at low load.
-const BUSY_PERCENT: f64 = 85.0;
-/// The factor a busy CPU's interrupt rate is cut by, each time it is proven busy.
-const BUSY_CUT: f64 = 0.5;
-
 impl GlobalModerator {
     /// A moderator with these parameters.
     pub fn new(cfg: GlobalModerationConfig) -> GlobalModerator {
@@ -178,7 +164,6 @@ impl GlobalModerator {
             nvme,
             hardirq: HardirqWatch::default(),
             cpu_caps: BTreeMap::new(),
-            busy_caps: BTreeMap::new(),
             knee,
             original: BTreeMap::new(),
             original_nvme: BTreeMap::new(),
@@ -316,8 +301,8 @@ impl GlobalModerator {
                 }
             }
         }
-        // Per-CPU hardirq and busy caps, water-filled over the CPU's sources.
-        for (&cpu, &cap) in self.cpu_caps.iter().chain(&self.busy_caps) {
+        // Per-CPU hardirq caps, water-filled over the CPU's sources.
+        for (&cpu, &cap) in &self.cpu_caps {
             let on: Vec<usize> = (0..srcs.len())
                 .filter(|&i| srcs[i].cpu == Some(cpu))
                 .collect();
@@ -548,26 +533,6 @@ impl GlobalModerator {
                         *c *= 1.0 + self.cfg.relax;
                         if *c > 2.0 * cpu_rate.max(1.0) {
                             self.cpu_caps.remove(&cpu);
-                        }
-                    }
-                }
-                HardirqVerdict::Near | HardirqVerdict::Unknown => {}
-            }
-            match self.hardirq.busy_verdict(cpu, BUSY_PERCENT) {
-                HardirqVerdict::Above { share_pct, .. } => {
-                    let cap = cpu_rate * BUSY_CUT;
-                    let cap = self.busy_caps.get(&cpu).map_or(cap, |c| c.min(cap));
-                    self.busy_caps.insert(cpu, cap);
-                    self.hardirq.restart(cpu);
-                    notes.push(format!(
-                        "CPU {cpu} bound by interrupt work ({share_pct:.0}% busy, most of it hardirq and softirq): its sources held to {cap:.0}/s"
-                    ));
-                }
-                HardirqVerdict::Below { .. } => {
-                    if let Some(c) = self.busy_caps.get_mut(&cpu) {
-                        *c *= 1.0 + self.cfg.relax;
-                        if *c > 2.0 * cpu_rate.max(1.0) {
-                            self.busy_caps.remove(&cpu);
                         }
                     }
                 }
