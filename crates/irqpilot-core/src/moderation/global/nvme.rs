@@ -175,6 +175,11 @@ struct Ctrl {
     long: Option<(u64, f64, bool)>,
     /// Periods in a row it has been over its allowance.
     over: u64,
+    /// The largest threshold its interrupts were measured to fill (carrying at least
+    /// [`TIMER_CUT_FILL`] of it: reached, not cut short by the timer) at this load, and its
+    /// completions then: a bound that holds while that stays true (see [`NvmeGrid::bound`]).
+    filled: u16,
+    filled_work: f64,
 }
 
 impl Ctrl {
@@ -201,6 +206,8 @@ impl Default for Ctrl {
             fill: 1.0,
             long: None,
             over: 0,
+            filled: 0,
+            filled_work: 0.0,
         }
     }
 }
@@ -347,8 +354,11 @@ impl NvmeGrid {
     /// The largest threshold a controller may use: its reads-in-flight bound, plus the grid
     /// points past it proven to buy completions.
     pub(crate) fn bound(&self, c: &CtrlInput) -> u16 {
-        let extra = self.ctrls.get(&c.name).map_or(0, |s| s.extra);
-        (max_threshold(c) + extra).min(MAX_THRESHOLD)
+        let (extra, filled) = self
+            .ctrls
+            .get(&c.name)
+            .map_or((0, 0), |s| (s.extra, s.filled));
+        (max_threshold(c) + extra).max(filled).min(MAX_THRESHOLD)
     }
 
     /// Sets the work of the NIC devices beside the controllers this period (bytes/s of the
@@ -423,6 +433,20 @@ impl NvmeGrid {
             if s.t >= 2 && c.rate > 0.0 && w > 0.0 && period - s.last_change >= FILL_SETTLE {
                 let m = (w / c.rate / f64::from(s.t)).clamp(MIN_FILL, 1.0);
                 s.fill += FILL_WEIGHT * (m - s.fill);
+                // Reads in flight are the host's view, and they count the reads a threshold
+                // keeps waiting for their batch: where the host submits regardless (a CPU-bound
+                // load, not a closed loop), a lower threshold shortens the waits, the reads in
+                // flight fall with them, and the bound computed from them falls again, down to
+                // the load's own depth. A threshold its interrupts are measured to fill is
+                // reached, not cut short by the timer: what the bound guards against is not
+                // happening, and it stays allowed while the load does.
+                // A step past the bound is judged by what it buys, not by its fill.
+                if s.fill < TIMER_CUT_FILL {
+                    s.filled = 0;
+                } else if s.past.is_none() && s.t > s.filled {
+                    s.filled = s.t;
+                    s.filled_work = w;
+                }
                 // Over its allowance for `STUCK` periods with a threshold the timer cuts
                 // short: a longer time is tried (see the module documentation).
                 if s.long.is_none()
@@ -435,6 +459,10 @@ impl NvmeGrid {
                     s.long = Some((period, w, false));
                     s.last_change = period;
                 }
+            }
+            // A new load: what was measured to fill at the old one says nothing.
+            if s.filled > 0 && ((w - s.filled_work) / s.filled_work).abs() > FLOOR_RESET {
+                s.filled = 0;
             }
             match s.long {
                 // Judged after `DWELL` periods: kept when it bought completions, undone when
@@ -484,7 +512,7 @@ impl NvmeGrid {
                 s.past = None;
                 if (aim - aim0).abs() > 0.01 * aim0 {
                     // The target moved under it: no verdict either way, back to the bound.
-                    s.t = s.t.min((tmax + s.extra).max(1));
+                    s.t = s.t.min((tmax + s.extra).max(s.filled).max(1));
                     s.last_change = period;
                     unjudged.push(c.name.clone());
                     continue;
@@ -513,7 +541,7 @@ impl NvmeGrid {
                     if held {
                         failed_at.push(s.extra);
                     }
-                    s.t = s.t.min((tmax + s.extra).max(1));
+                    s.t = s.t.min((tmax + s.extra).max(s.filled).max(1));
                     s.last_change = period;
                 }
             }
