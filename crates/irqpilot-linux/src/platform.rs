@@ -202,6 +202,7 @@ impl LinuxPlatform {
             || std::fs::read_to_string(&path),
             &path,
             cpus,
+            procirq::parse_affinity_list,
             &AFFINITY_REREADS,
         );
         if result.is_ok() {
@@ -279,13 +280,7 @@ pub(crate) fn verify(
     want: &CpuSet,
     parse: fn(&str) -> Result<CpuSet, crate::ParseError>,
 ) -> Result<bool, ApplyError> {
-    let back = std::fs::read_to_string(path).map_err(|e| apply_error(&e, path))?;
-    match parse(&back) {
-        Ok(set) if &set == want => Ok(true),
-        _ => Err(ApplyError::NotTaken {
-            readback: back.trim_end_matches('\n').to_string(),
-        }),
-    }
+    verify_settled(|| std::fs::read_to_string(path), path, want, parse, &[])
 }
 
 /// Pauses before each re-read of an IRQ's `smp_affinity_list` that did not show the mask just
@@ -304,18 +299,19 @@ const AFFINITY_REREADS: [Duration; 5] = [
     Duration::from_millis(16),
 ];
 
-/// [`verify`] for a `smp_affinity_list` file, read by `read`: a read-back that does not show
-/// `want` is read again after each of `pauses` before the write counts as not held.
+/// [`verify`] with the file read by `read`: a read-back that does not show `want` is read
+/// again after each of `pauses` before the write counts as not held.
 fn verify_settled(
     mut read: impl FnMut() -> io::Result<String>,
     path: &Path,
     want: &CpuSet,
+    parse: fn(&str) -> Result<CpuSet, crate::ParseError>,
     pauses: &[Duration],
 ) -> Result<bool, ApplyError> {
     let mut pauses = pauses.iter();
     loop {
         let back = read().map_err(|e| apply_error(&e, path))?;
-        if procirq::parse_affinity_list(&back).ok().as_ref() == Some(want) {
+        if parse(&back).ok().as_ref() == Some(want) {
             return Ok(true);
         }
         match pauses.next() {
@@ -539,6 +535,7 @@ mod tests {
             || Ok(reads.next().unwrap().to_string()),
             Path::new("/proc/irq/30/smp_affinity_list"),
             &want,
+            procirq::parse_affinity_list,
             &pauses,
         );
         assert_eq!(got, Ok(true));
@@ -558,6 +555,7 @@ mod tests {
             },
             Path::new("/proc/irq/30/smp_affinity_list"),
             &want,
+            procirq::parse_affinity_list,
             &pauses,
         );
         assert_eq!(
@@ -577,6 +575,7 @@ mod tests {
             || Err(io::Error::from_raw_os_error(libc::ENOENT)),
             Path::new("/proc/irq/30/smp_affinity_list"),
             &want,
+            procirq::parse_affinity_list,
             &[Duration::ZERO],
         );
         assert_eq!(got, Err(ApplyError::Vanished));

@@ -253,7 +253,8 @@ impl GlobalModerator {
         let (device_total, raw_total) = m
             .irqs
             .values()
-            .filter_map(|i| i.is_device().then(|| rate.get(&i.irq)).flatten())
+            .filter(|i| i.is_device())
+            .filter_map(|i| rate.get(&i.irq))
             .fold((0.0, 0.0), |(s, c), &(r, counted)| (s + r, c + counted));
         let mut srcs: Vec<Src> = self
             .movable(m)

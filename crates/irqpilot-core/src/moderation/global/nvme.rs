@@ -189,6 +189,12 @@ impl Ctrl {
     fn planned_fill(&self) -> f64 {
         if self.long.is_some() { self.fill } else { 1.0 }
     }
+
+    /// The largest threshold it may use, given its reads-in-flight bound `tmax`: plus the grid
+    /// points past it proven to buy completions, and at least the one its interrupts filled.
+    fn bound(&self, tmax: u16) -> u16 {
+        (tmax + self.extra).max(self.filled).min(MAX_THRESHOLD)
+    }
 }
 
 impl Default for Ctrl {
@@ -351,14 +357,10 @@ impl NvmeGrid {
         self.ctrls.iter().map(|(n, c)| (n, c.t))
     }
 
-    /// The largest threshold a controller may use: its reads-in-flight bound, plus the grid
-    /// points past it proven to buy completions.
+    /// The largest threshold a controller may use ([`Ctrl::bound`]).
     pub(crate) fn bound(&self, c: &CtrlInput) -> u16 {
-        let (extra, filled) = self
-            .ctrls
-            .get(&c.name)
-            .map_or((0, 0), |s| (s.extra, s.filled));
-        (max_threshold(c) + extra).max(filled).min(MAX_THRESHOLD)
+        let tmax = max_threshold(c);
+        self.ctrls.get(&c.name).map_or(tmax, |s| s.bound(tmax))
     }
 
     /// Sets the work of the NIC devices beside the controllers this period (bytes/s of the
@@ -512,7 +514,7 @@ impl NvmeGrid {
                 s.past = None;
                 if (aim - aim0).abs() > 0.01 * aim0 {
                     // The target moved under it: no verdict either way, back to the bound.
-                    s.t = s.t.min((tmax + s.extra).max(s.filled).max(1));
+                    s.t = s.t.min(s.bound(tmax));
                     s.last_change = period;
                     unjudged.push(c.name.clone());
                     continue;
@@ -541,7 +543,7 @@ impl NvmeGrid {
                     if held {
                         failed_at.push(s.extra);
                     }
-                    s.t = s.t.min((tmax + s.extra).max(s.filled).max(1));
+                    s.t = s.t.min(s.bound(tmax));
                     s.last_change = period;
                 }
             }
