@@ -176,6 +176,35 @@ fn fits_with_default_capacity_and_keeps_existing_isolation() {
 }
 
 #[test]
+fn an_unknown_default_affinity_is_left_alone_and_said() {
+    let mut m = rt_box();
+    let p = plan_isolation(&m, &l("4-23"), &PlacementConfig::default(), None).unwrap();
+    assert_eq!(p.default_affinity, Some(l("0-3")));
+    assert!(
+        !p.plan
+            .notes
+            .iter()
+            .any(|n| n.contains("default_smp_affinity"))
+    );
+    m.default_affinity = None;
+    let p = plan_isolation(&m, &l("4-23"), &PlacementConfig::default(), None).unwrap();
+    assert_eq!(p.default_affinity, None);
+    assert!(
+        !p.plan
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::SetDefaultAffinity { .. }))
+    );
+    assert!(
+        p.plan.notes.iter().any(|n| n.contains(
+            "default_smp_affinity could not be read as a CPU mask: left alone; IRQs requested later may land on 4-23 (set it to 0-3 by hand)"
+        )),
+        "{:?}",
+        p.plan.notes
+    );
+}
+
+#[test]
 fn refuses_impossible_requests() {
     let m = rt_box();
     assert!(matches!(

@@ -307,6 +307,14 @@ pub fn plan_isolation(
         Action::SetDefaultAffinity { cpus } => Some(cpus.clone()),
         _ => None,
     });
+    if machine.default_affinity.is_none() {
+        // Unreadable or not a CPU mask: writing over it would lose the original, so it is left
+        // alone, and said, since IRQs requested later may then land on the isolated CPUs.
+        plan.notes.push(format!(
+            "default_smp_affinity could not be read as a CPU mask: left alone; IRQs requested \
+             later may land on {isolate} (set it to {housekeeping} by hand)"
+        ));
+    }
 
     let boot = boot_params(machine, &isolate, &housekeeping);
     Ok(IsolationPlan {

@@ -295,14 +295,23 @@ pub fn run(args: &DaemonArgs, settings: &Settings, config_path: Option<&Path>) -
     })
 }
 
+/// Capability names for a log line: `CAP_NET_ADMIN,CAP_SYS_ADMIN`, or `none`.
+fn list(caps: &[&str]) -> String {
+    if caps.is_empty() {
+        "none".to_string()
+    } else {
+        caps.join(",")
+    }
+}
+
 /// Keeps the capabilities the machine calls for, drops the rest, and says which.
 fn settle_privileges(machine: &Machine, moderation: &GlobalModerationConfig) {
     use irqpilot_linux::privileges;
     let s = privileges::settle(&privileges::uses(machine, moderation));
     if !s.kept.is_empty() || !s.dropped.is_empty() {
         tracing::info!(
-            kept = ?s.kept,
-            dropped = ?s.dropped,
+            kept = %list(&s.kept),
+            dropped = %list(&s.dropped),
             "capabilities: kept what the moderation knobs need, dropped the rest"
         );
     }

@@ -527,7 +527,9 @@ fn sweep(
     use irqpilot_sim::targets;
     let generated = irqpilot_sim::heldout::generate(n, seed).map_err(anyhow::Error::new)?;
     let mut written = Ok(());
+    let progress = Progress::counted(generated.len() as u64, &format!("sim --sweep, seed {seed}"));
     let results = targets::evaluate_all(&generated, jobs, |r, took| {
+        progress.inc();
         if settings.format != Format::Table || written.is_err() {
             return;
         }
@@ -542,17 +544,20 @@ fn sweep(
                 )
             })
             .collect();
-        written = writeln!(
-            out,
-            "{} ({:.0} s): {}\n    {}",
-            r.name,
-            took.as_secs_f64(),
-            r.description,
-            values.join(", ")
-        )
-        .and_then(|()| out.flush());
+        written = progress.suspend(|| {
+            writeln!(
+                out,
+                "{} ({:.0} s): {}\n    {}",
+                r.name,
+                took.as_secs_f64(),
+                r.description,
+                values.join(", ")
+            )
+            .and_then(|()| out.flush())
+        });
     })
     .map_err(anyhow::Error::new)?;
+    progress.finish();
     written?;
     let summary = targets::summarize(&results);
     match settings.format {

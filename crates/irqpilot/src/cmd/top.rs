@@ -119,7 +119,7 @@ pub fn run(args: &TopArgs, settings: &Settings) -> Result<ExitCode> {
                     .as_deref()
                     .or(settings.config.daemon.journal.as_deref()),
             );
-            let source = if settings.root == std::path::Path::new("/") {
+            let source = if irqpilot_linux::Root::new(&settings.root).is_live() {
                 "/ (live)".to_string()
             } else {
                 settings.root.display().to_string()

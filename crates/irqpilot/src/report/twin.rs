@@ -298,6 +298,12 @@ pub fn page(scenario: &str, key: &str, runs: &[(String, Sampled)]) -> Result<Str
             )?,
             "Measured after the warm-up, at the client (requests) or the submitter (I/O).",
         );
+    } else {
+        page.section("latency", "Latency percentiles");
+        page.note(
+            "No latency: this scenario's workloads measure none (bulk flows carry no latency \
+             probe; set `probe_per_sec` on a bulk workload, or use an RPC or fio workload).",
+        );
     }
     for (i, (v, s)) in runs.iter().enumerate() {
         let Some(d) = &s.data else { continue };

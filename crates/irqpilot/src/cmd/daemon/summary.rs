@@ -86,16 +86,53 @@ impl Minute {
         if elapsed < self.every {
             return None;
         }
-        let line = format!(
+        let line = self.line(elapsed, interval_ms);
+        *self = Minute::new(self.every);
+        Some(line)
+    }
+
+    fn line(&self, elapsed: Duration, interval_ms: u64) -> String {
+        format!(
             "last {}s: {} periods, {} changes, {} refused; {} interrupts/s; period now {} ms",
             elapsed.as_secs(),
             self.periods,
             self.changes,
             self.refused,
-            self.last_rate.map_or_else(|| "-".to_string(), human::rate),
+            self.last_rate.map_or_else(|| "-".to_string(), human::si),
             interval_ms,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_minute_line_names_its_unit_once() {
+        let mut m = Minute::new(Duration::from_secs(60));
+        m.periods = 6000;
+        m.changes = 12;
+        m.last_rate = Some(1.2e6);
+        assert_eq!(
+            m.line(Duration::from_secs(60), 10),
+            "last 60s: 6000 periods, 12 changes, 0 refused; 1.20M interrupts/s; period now 10 ms"
         );
-        *self = Minute::new(self.every);
-        Some(line)
+        m.last_rate = None;
+        assert!(
+            m.line(Duration::from_secs(61), 200)
+                .contains("; - interrupts/s; period now 200 ms")
+        );
+    }
+
+    #[test]
+    fn nothing_is_due_before_its_time() {
+        let mut m = Minute::new(Duration::from_secs(3600));
+        assert_eq!(m.due(10), None);
+        let mut m = Minute::new(Duration::ZERO);
+        assert!(
+            m.due(10)
+                .is_some_and(|l| l.starts_with("last 0s: 0 periods"))
+        );
     }
 }
