@@ -356,11 +356,17 @@ impl GlobalModerator {
         // makes each packet wait out a delay that buys nothing (held-out gen-31-12: bursts held
         // for 10 ms, their delays relaxed over the next 160 ms at 0.4% of the target; p95
         // 2.9x `none`).
-        let let_go = relax
-            && !self.delay.is_empty()
-            && self
-                .rate_let_go(knobs, &srcs, fixed_use)
-                .is_some_and(|r| r < relax_below);
+        // An unheld load's short step down was undone: it ran with nothing held back before
+        // the step, and does again now (not by relax steps: a bursty load's queues held at
+        // 100-180 us for three periods kept some of it for ten more; held-out gen-38-15, p95
+        // 6.5x `none`).
+        let release = self.knee.take_release();
+        let let_go = release
+            || relax
+                && !self.delay.is_empty()
+                && self
+                    .rate_let_go(knobs, &srcs, fixed_use)
+                    .is_some_and(|r| r < relax_below);
         // Whether every NIC queue held back is at its ceiling already.
         let mut nic_at_limit = true;
         let mut nic_capped = false;

@@ -685,6 +685,52 @@ fn a_rate_the_load_was_just_seen_doing_more_work_at_is_reached_at_once() {
     );
 }
 
+/// An unheld load at 80% of the target is asked once whether a step down buys completions
+/// (a collapse past a knee under the target looks the same in the counts). On a healthy
+/// platform request/response traffic pays every delay, so the step is undone after its
+/// measured period and every delay goes at once: the queues are held for three periods of a
+/// 3 s run, once.
+#[test]
+fn an_unheld_load_is_asked_once_and_let_go_at_once() {
+    let n = 8u32;
+    let (m, mut g) = started(n);
+    let mut held = Vec::new();
+    for p in 1..300 {
+        let (r, _) = request_response_rates(&g, (n, 100_000.0, 300.0), None);
+        decide(&mut g, &m, &r, p);
+        if !g.delays().is_empty() {
+            held.push(p);
+        }
+    }
+    assert!(
+        (1..=3).contains(&held.len()),
+        "queues held in periods {held:?}"
+    );
+    assert!(held.windows(2).all(|w| w[1] == w[0] + 1), "{held:?}");
+    assert_eq!(g.target_per_sec(), 1_000_000.0);
+}
+
+/// The same load past a knee under the target (0.5 M/s, an affected SoC): the step down
+/// buys transactions, and the search goes on down from there.
+#[test]
+fn an_unheld_load_collapsed_under_the_target_is_found() {
+    let n = 8u32;
+    let (m, mut g) = started(n);
+    let mut last = 0.0;
+    for p in 1..300 {
+        let (r, work) =
+            request_response_rates(&g, (n, 100_000.0, 300.0), Some((500_000.0, 600_000.0)));
+        decide(&mut g, &m, &r, p);
+        last = work;
+    }
+    // Unheld: 800 k/s past the knee, 0.625 of the capacity (375 k transactions/s).
+    assert!(
+        last >= 0.9 * 300.0 * 500_000.0,
+        "work {last:.0} B/s, target {:.0}/s",
+        g.target_per_sec()
+    );
+}
+
 /// The same traffic on affected platforms whose knee lies between the starting target and
 /// the load's own rate: the work done there is no proof about the ground in between, so the
 /// search still ends near where the platform does its best, not parked at the load's rate
