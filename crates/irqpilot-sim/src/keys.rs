@@ -217,6 +217,7 @@ pub const KEYS: &[(&str, &str)] = &[
         "Platform-wide device interrupt rate to stay under (GSIM's suggestion: 1,000,000; the affected platforms' knee is 1-3 M/s, moderation.md 1.2).",
     ),
     ("name", "Name (built-ins: the file stem)."),
+    ("nic", "NICs, one `[[nic]]` table each."),
     (
         "nic.N.adaptive_tx",
         "Whether DIM also adapts TX completion moderation (`adaptive-tx`), with `moderation = \"dim\"`.",
@@ -265,6 +266,7 @@ pub const KEYS: &[(&str, &str)] = &[
         "nic.N.vms",
         "Virtual machines sharing the NIC (SR-IOV VFs): queues are split evenly between them and each VM's interrupts pay `vm_exit_us` on top of the hardirq cost.",
     ),
+    ("nvme", "NVMe drive groups, one `[[nvme]]` table each."),
     (
         "nvme.N.coalesce_threshold",
         "Feature 08h aggregation threshold (entries).",
@@ -299,6 +301,18 @@ pub const KEYS: &[(&str, &str)] = &[
     (
         "placement.irqpilot.applications",
         "Where the applications that consume a device's traffic run. The device's queue IRQs then prefer the other CPUs that share a last-level cache with those (the cost of leaving that set is `numa_penalty`) rather than the device's NUMA-local CPUs: a softirq on another cache than the thread it wakes adds a wake-up IPI and cache-line transfers, on another socket up to 2x throughput loss; on the application's own CPUs it preempts the application (costmodel.md 2.7). An application whose CPUs fill their caches leaves its device's IRQs near the device.",
+    ),
+    (
+        "placement.irqpilot.applications.N.cpus",
+        "The application's CPUs, a CPU list. Give this or `process`.",
+    ),
+    (
+        "placement.irqpilot.applications.N.device",
+        "The device whose traffic the application consumes: PCI address, network interface (`eth0`) or NVMe controller (`nvme0`).",
+    ),
+    (
+        "placement.irqpilot.applications.N.process",
+        "The process name, as `/proc/PID/comm` shows it (`nginx`): the daemon takes its threads' CPUs (`Cpus_allowed_list`). Give this or `cpus`; the twin's own placement run uses `cpus` only.",
     ),
     (
         "placement.irqpilot.ban_cpus",
@@ -357,6 +371,22 @@ pub const KEYS: &[(&str, &str)] = &[
         "Pins: IRQs (by number, device or name glob) restricted to a CPU set.",
     ),
     (
+        "placement.irqpilot.pin.N.cpus",
+        "The CPUs the matching IRQs are restricted to, a CPU list (intersected with the housekeeping CPUs: a pin never puts a device IRQ on an isolated CPU).",
+    ),
+    (
+        "placement.irqpilot.pin.N.device",
+        "A device, every IRQ of it: PCI address (`0000:3b:00.0`), network interface (`eth0`) or NVMe controller (`nvme0`).",
+    ),
+    (
+        "placement.irqpilot.pin.N.irq",
+        "One IRQ number. A pin gives exactly one of `irq`, `device` and `name`.",
+    ),
+    (
+        "placement.irqpilot.pin.N.name",
+        "An IRQ name glob (`mlx5_comp*`).",
+    ),
+    (
         "placement.irqpilot.queue_spread_weight",
         "Weight of the load one device's queues put on one core: spreads a device's queues one per core (vendor scripts and RSS do the same, balancing.md 5.8, 6.5).",
     ),
@@ -407,6 +437,10 @@ pub const KEYS: &[(&str, &str)] = &[
     (
         "warmup_ms",
         "Time at the start excluded from throughput and latency metrics.",
+    ),
+    (
+        "workload",
+        "Traffic and I/O, one `[[workload]]` table each; its `kind` says which keys it takes.",
     ),
     (
         "workload.N.app_cpus",
@@ -492,13 +526,15 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
 ];
 
-/// A scenario that gives every key a value, optional ones included, and one workload of each
-/// kind: its keys are the schema's.
+/// A scenario that gives every key a value, optional ones included, every list at least one
+/// element (each kind of element: one workload of each kind, a pin of each selector, an
+/// application by CPUs and one by process): its keys are the schema's ([`unset_keys`] checks).
 const FULL: &str = r#"
 name = "full"
 [machine]
 cores_per_package = 4
 [moderator]
+exclude = ["mgmt0"]
 [[nic]]
 name = "eth0"
 link_gbps = 10
@@ -533,6 +569,24 @@ app_cpus = "0"
 kind = "fio"
 nvme = "nvme"
 iodepth = 1
+[placement.irqpilot]
+ban_irqs = [5]
+ban_names = ["timer*"]
+[[placement.irqpilot.pin]]
+irq = 5
+cpus = "0"
+[[placement.irqpilot.pin]]
+device = "eth0"
+cpus = "1"
+[[placement.irqpilot.pin]]
+name = "nvme*"
+cpus = "2"
+[[placement.irqpilot.applications]]
+device = "eth0"
+cpus = "0-1"
+[[placement.irqpilot.applications]]
+device = "nvme0"
+process = "fio"
 "#;
 
 /// What one key looks like in the schema.
@@ -546,20 +600,17 @@ pub struct KeyInfo {
     pub required: bool,
 }
 
-/// Leaves of `v`, dotted; list positions become `N`, list elements that are objects are walked.
+/// Leaves of `v`, dotted; list positions become `N`, list elements that are objects are walked
+/// (and the list itself is a key too: `placement.irqpilot.pin`).
 fn leaves(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
     match v {
         Value::Object(m) => {
             for (k, x) in m {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                leaves(&key, x, out);
+                leaves(&join(prefix, k), x, out);
             }
         }
         Value::Array(a) if a.iter().any(Value::is_object) => {
+            out.push((prefix.to_string(), v.clone()));
             for x in a {
                 leaves(&format!("{prefix}.N"), x, out);
             }
@@ -568,34 +619,27 @@ fn leaves(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
     }
 }
 
-/// The keys of the schema with their kinds, defaults and whether they are required.
+fn join(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_string()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+/// [`FULL`], checked.
+fn full() -> Result<Scenario, KeysError> {
+    Ok(Scenario::from_toml(FULL, "the scenario setting every key")?)
+}
+
+/// The keys of the schema with their kinds, defaults and whether they are required: each key
+/// is taken out of [`FULL`] in turn; serde then refuses the scenario (the key is required) or
+/// fills in its default.
 pub fn schema() -> Result<BTreeMap<String, KeyInfo>, KeysError> {
-    let full: toml::Value = toml::from_str(FULL)?;
-    let parse = |v: &toml::Value| -> Result<Scenario, KeysError> {
-        let text = toml::to_string(v)?;
-        Ok(Scenario::from_toml(&text, "schema")?)
-    };
-    let json = |sc: &Scenario| serde_json::to_value(sc);
-    let full_json = json(&parse(&full)?)?;
-    // The same scenario with only what must be given: its values are the defaults.
-    let mut minimal = full.clone();
-    let mut required: Vec<(String, String)> = Vec::new();
+    let full_json = serde_json::to_value(full()?)?;
+    let text: toml::Value = toml::from_str(FULL)?;
     let mut out = Vec::new();
     leaves("", &full_json, &mut out);
-    for (key, _) in &out {
-        let mut trial = minimal.clone();
-        if remove(&mut trial, key) {
-            match parse(&trial) {
-                Ok(_) => minimal = trial,
-                Err(e) if e.to_string().contains("missing field") => {
-                    required.push((key.clone(), e.to_string()));
-                }
-                Err(_) => minimal = trial,
-            }
-        }
-    }
-    let mut defaults = Vec::new();
-    leaves("", &json(&parse(&minimal)?)?, &mut defaults);
     let kinds: Vec<String> = full_json["workload"]
         .as_array()
         .map(|a| {
@@ -606,15 +650,26 @@ pub fn schema() -> Result<BTreeMap<String, KeyInfo>, KeysError> {
         .unwrap_or_default();
     let mut map: BTreeMap<String, KeyInfo> = BTreeMap::new();
     for (key, _) in &out {
-        let info = map.entry(key.clone()).or_default();
-        info.required |= required.iter().any(|(k, _)| k == key);
-    }
-    for (key, info) in &mut map {
-        if key.starts_with("workload.") {
-            info.kinds = workload_kinds(&full_json, key, &kinds);
+        if map.contains_key(key) {
+            continue;
         }
-        if !info.required {
-            let mut vals: Vec<String> = defaults
+        let mut info = KeyInfo::default();
+        let mut trial = text.clone();
+        let without = if remove(&mut trial, key) {
+            match trial.try_into::<Scenario>() {
+                Ok(sc) => Some(serde_json::to_value(sc)?),
+                Err(e) => {
+                    info.required = e.message().starts_with("missing field");
+                    None
+                }
+            }
+        } else {
+            Some(full_json.clone())
+        };
+        if let Some(without) = without {
+            let mut values = Vec::new();
+            leaves("", &without, &mut values);
+            let mut vals: Vec<String> = values
                 .iter()
                 .filter(|(k, v)| k == key && !v.is_null())
                 .map(|(_, v)| v.to_string())
@@ -622,8 +677,131 @@ pub fn schema() -> Result<BTreeMap<String, KeyInfo>, KeysError> {
             vals.dedup();
             info.default = (!vals.is_empty()).then(|| vals.join(" / "));
         }
+        if key.starts_with("workload.") {
+            info.kinds = workload_kinds(&full_json, key, &kinds);
+        }
+        map.insert(key.clone(), info);
     }
     Ok(map)
+}
+
+/// The key [`unset_keys`] adds to each table to make it list the keys it takes.
+const PROBE: &str = "zz_not_a_key";
+
+/// What [`FULL`] leaves unseen, which the reference would then lack: a key that a table takes
+/// and that no table of its kind in `FULL` sets (`placement.irqpilot.pin.N.irq`), a list
+/// without an element (its elements' keys go unseen), a table that takes any key (its keys
+/// cannot be listed). The keys a table takes are those serde lists when it refuses an unknown
+/// one, so a key added to the schema is found without a list here. A test checks that there
+/// is none.
+pub fn unset_keys() -> Result<Vec<String>, KeysError> {
+    let sc = full()?;
+    let json = serde_json::to_value(&sc)?;
+    let written = toml::Value::try_from(&sc)?;
+    let mut tables = Vec::new();
+    let mut unset = Vec::new();
+    walk_tables("", &json, &mut tables, &mut unset);
+    // Tables of one kind (`pin.N`; workloads of one kind) share the keys they take.
+    let mut kinds: BTreeMap<(String, Vec<String>), Vec<String>> = BTreeMap::new();
+    for (path, set) in tables {
+        let pattern = pattern(&path);
+        let mut trial = written.clone();
+        let Some(table) = table_at(&mut trial, &path) else {
+            unset.push(format!("{pattern} (not written as a table)"));
+            continue;
+        };
+        table.insert(PROBE.into(), toml::Value::Integer(0));
+        let taken = match trial.try_into::<Scenario>() {
+            Ok(_) => {
+                unset.push(format!("{pattern} (takes any key)"));
+                continue;
+            }
+            Err(e) => match listed(e.message()) {
+                Some(taken) => taken,
+                None => {
+                    unset.push(format!("{pattern} ({})", e.message().trim_end()));
+                    continue;
+                }
+            },
+        };
+        kinds.entry((pattern, taken)).or_default().extend(set);
+    }
+    for ((pattern, taken), set) in kinds {
+        unset.extend(
+            taken
+                .iter()
+                .filter(|k| !set.contains(k))
+                .map(|k| join(&pattern, k)),
+        );
+    }
+    unset.sort();
+    unset.dedup();
+    Ok(unset)
+}
+
+/// The tables of `v` (dotted paths, list positions as numbers) with the keys each sets (a
+/// `null`, an option left out, sets nothing); empty lists go to `unset`.
+fn walk_tables(
+    path: &str,
+    v: &Value,
+    tables: &mut Vec<(String, Vec<String>)>,
+    unset: &mut Vec<String>,
+) {
+    match v {
+        Value::Object(m) => {
+            let set = m
+                .iter()
+                .filter(|(_, x)| !x.is_null())
+                .map(|(k, _)| k.clone())
+                .collect();
+            tables.push((path.to_string(), set));
+            for (k, x) in m {
+                walk_tables(&join(path, k), x, tables, unset);
+            }
+        }
+        Value::Array(a) if a.is_empty() => unset.push(format!("{} (an empty list)", pattern(path))),
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                walk_tables(&join(path, &i.to_string()), x, tables, unset);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A dotted path with list positions as `N`.
+fn pattern(path: &str) -> String {
+    path.split('.')
+        .map(|p| if p.parse::<usize>().is_ok() { "N" } else { p })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// The table at the dotted `path` (list positions as numbers); the root for "".
+fn table_at<'v>(v: &'v mut toml::Value, path: &str) -> Option<&'v mut toml::Table> {
+    let mut v = v;
+    for part in path.split('.').filter(|p| !p.is_empty()) {
+        v = match (part.parse::<usize>(), v) {
+            (Ok(i), toml::Value::Array(a)) => a.get_mut(i)?,
+            (_, toml::Value::Table(t)) => t.get_mut(part)?,
+            _ => return None,
+        };
+    }
+    v.as_table_mut()
+}
+
+/// The keys serde says a table takes when it refuses [`PROBE`] (`unknown field `zz_not_a_key`,
+/// expected one of `a`, `b``), sorted.
+fn listed(message: &str) -> Option<Vec<String>> {
+    let rest = message.strip_prefix(&format!("unknown field `{PROBE}`, "))?;
+    let mut keys: Vec<String> = rest
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect();
+    keys.sort();
+    Some(keys)
 }
 
 /// Kinds of workload whose entry in `full` has `key` (`workload.N.field`).

@@ -27,12 +27,14 @@ pub enum ConfigError {
         why: String,
     },
     /// The scenario breaks a rule across its fields.
-    #[error("scenario {origin}: {rule}")]
+    #[error("scenario {origin}{}: {rule}", position.map(|p| format!(":{p}")).unwrap_or_default())]
     Inconsistent {
         /// File or built-in name.
         origin: String,
-        /// Which rule.
-        rule: Inconsistency,
+        /// Where the key the rule is about is in the file (or the table it belongs in).
+        position: Option<crate::locate::Position>,
+        /// Which rule, about which key (boxed: it carries core's errors).
+        rule: Box<Inconsistency>,
     },
     /// A `--set` key or value was rejected.
     #[error("--set {key}: {message}")]
@@ -49,73 +51,72 @@ pub enum ConfigError {
 #[error("machine.cmdline: {0}")]
 pub struct CmdlineError(pub String);
 
-/// A rule across a scenario's fields that serde and the per-key ranges cannot express.
+/// A rule across a scenario's fields that serde and the per-key ranges cannot express, and the
+/// key it is about.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum Inconsistency {
-    /// No CPU at all.
-    #[error("machine needs at least one CPU")]
-    NoCpu,
-    /// `duration_ms = 0`.
-    #[error("duration_ms must be positive")]
-    NoDuration,
-    /// Warm-up as long as the run.
-    #[error("warmup_ms must be shorter than duration_ms")]
-    WarmupTooLong,
-    /// `[moderator]`.
-    #[error(transparent)]
-    Moderator(#[from] irqpilot_core::moderation::global::ModerationConfigError),
-    /// `[placement.irqpilot]`.
-    #[error("placement.irqpilot: {0}")]
-    Placement(#[from] irqpilot_core::placement::PlacementConfigError),
-    /// A count or period that must be positive (`placement.rotate_interval_ms`,
-    /// `machine.vectors_per_cpu`).
-    #[error("{0} must be positive")]
-    NotPositive(&'static str),
+#[error("{key}{}: {rule}", value.as_ref().map(|v| format!(" = {v}")).unwrap_or_default())]
+pub struct Inconsistency {
+    /// The key, dotted as `--set` spells it (`nic.0.vms`, `placement.irqpilot.pin.1`).
+    pub key: String,
+    /// Its value as TOML writes it, when it is one value.
+    pub value: Option<String>,
+    /// The rule.
+    pub rule: Rule,
+}
+
+/// The rules across a scenario's fields.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Rule {
+    /// Warm-up as long as the run (`warmup_ms`).
+    #[error("must be shorter than duration_ms ({duration_ms})")]
+    WarmupTooLong {
+        /// The run's `duration_ms`.
+        duration_ms: u64,
+    },
+    /// `[moderator]` (the key is `moderator.<field>`; core names it as the daemon's
+    /// configuration does, `moderation.<field>`).
+    #[error("{}", .0.why)]
+    Moderator(irqpilot_core::moderation::global::ModerationConfigError),
+    /// `[placement.irqpilot]` (the key is `placement.irqpilot.<field>`; core names it as the
+    /// daemon's configuration does, `placement.<field>`).
+    #[error("{}", placement_why(.0))]
+    Placement(irqpilot_core::placement::PlacementConfigError),
     /// `machine.cmdline`.
-    #[error(transparent)]
-    Cmdline(#[from] CmdlineError),
-    /// A NIC without queues, link, a usable MTU or ring.
-    #[error("nic {0}: queues, link_gbps, mtu_bytes and ring_size must be positive")]
-    NicSize(String),
-    /// `aim_mode` outside 0-2.
-    #[error("nic {0}: aim_mode must be 0, 1 or 2")]
-    AimMode(String),
-    /// Queues that do not split evenly over the NIC's VMs.
-    #[error("nic {0}: queues must split evenly over vms")]
-    VmSplit(String),
-    /// An NVMe group without drives, queues or IOPS.
-    #[error("nvme {0}: drives, queues_per_drive and max_iops must be positive")]
-    NvmeSize(String),
-    /// `coalesce_threshold` outside 1-256.
-    #[error("nvme {0}: coalesce_threshold must be 1-256")]
-    CoalesceThreshold(String),
-    /// A negative or infinite probe rate.
-    #[error("probe_per_sec must be a rate >= 0")]
-    ProbeRate,
-    /// A bulk workload's load, chunk and window.
-    #[error("bulk workload on {0}: load and chunk_kb must be > 0 and window_kb >= chunk_kb")]
-    BulkShape(String),
-    /// A transmit workload without load.
-    #[error("workload on {0}: load must be > 0")]
-    NoLoad(String),
-    /// An RPC workload steered to a queue its NIC lacks.
-    #[error("rpc workload on {nic}: queue {queue} is not a queue of it")]
+    #[error("{}", .0.0)]
+    Cmdline(CmdlineError),
+    /// Queues that do not split evenly over the NIC's VMs (`nic.N.vms`).
+    #[error("the NIC's {queues} queues must split evenly over its VMs")]
+    VmSplit {
+        /// The NIC's queues.
+        queues: u32,
+    },
+    /// A bulk workload's window smaller than its chunk (`workload.N.window_kb`).
+    #[error("must be at least chunk_kb ({chunk_kb})")]
+    WindowBelowChunk {
+        /// The workload's `chunk_kb`.
+        chunk_kb: f64,
+    },
+    /// An RPC workload steered to a queue its NIC lacks (`workload.N.queue`).
+    #[error("must be a queue of nic {nic:?} (0-{})", .queues.saturating_sub(1))]
     NoSuchQueue {
         /// The NIC.
         nic: String,
-        /// The queue asked for.
-        queue: u32,
+        /// Its queues.
+        queues: u32,
     },
-    /// A fio workload on an NVMe group the scenario lacks.
-    #[error("fio workload names unknown nvme group {0:?}")]
-    UnknownNvme(String),
-    /// fio without depth or jobs.
-    #[error("fio iodepth and jobs must be positive")]
-    FioDepth,
-    /// A negative or infinite fio rate.
-    #[error("fio rate_iops must be >= 0 (0: unlimited)")]
-    FioRate,
-    /// A network workload on a NIC the scenario lacks.
-    #[error("workload names unknown nic {0:?}")]
-    UnknownNic(String),
+    /// A network workload on a NIC the scenario lacks (`workload.N.nic`).
+    #[error("no [[nic]] has this name")]
+    UnknownNic,
+    /// A fio workload on an NVMe group the scenario lacks (`workload.N.nvme`).
+    #[error("no [[nvme]] group has this name")]
+    UnknownNvme,
+}
+
+/// What is wrong in core's words, without its key (which `Inconsistency` names).
+fn placement_why(e: &irqpilot_core::placement::PlacementConfigError) -> String {
+    use irqpilot_core::placement::PlacementConfigError as E;
+    match e {
+        E::OutOfRange { why, .. } | E::BadPin { why, .. } => why.clone(),
+        E::BadApplication { why, .. } | E::BadGlob { why, .. } => (*why).to_string(),
+    }
 }

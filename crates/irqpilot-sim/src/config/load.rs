@@ -7,10 +7,13 @@ use super::schema::Scenario;
 impl Scenario {
     /// Parses a scenario from TOML text. Errors name the line and column of what is wrong.
     pub fn from_toml(text: &str, origin: &str) -> Result<Scenario, ConfigError> {
-        let s: Scenario = toml::from_str(text).map_err(|e| ConfigError::Invalid {
-            origin: origin.into(),
-            position: e.span().map(|r| crate::locate::position(text, r.start)),
-            message: e.message().trim_end().to_string(),
+        let s: Scenario = toml::from_str(text).map_err(|e| {
+            let (position, message) = super::explain::explain(text, &e);
+            ConfigError::Invalid {
+                origin: origin.into(),
+                position,
+                message,
+            }
         })?;
         s.check(origin, Some(text))?;
         Ok(s)
@@ -40,7 +43,8 @@ impl Scenario {
         }
         self.validate().map_err(|rule| ConfigError::Inconsistent {
             origin: origin.into(),
-            rule,
+            position: text.and_then(|t| crate::locate::locate(t, &rule.key)),
+            rule: Box::new(rule),
         })
     }
 }

@@ -9,12 +9,14 @@
 //! Layout (each file uses only those above it): `error` (why a scenario was refused),
 //! `choices` (the enums keys take), `defaults` (every default value), `schema` (the tables and
 //! keys), `isolation` (the machine's isolation from its command line), `ranges` (the range of
-//! every number), `validate` (rules across fields), `load` (text or value -> checked scenario,
-//! errors placed at line and column), `set` (the `--set` language).
+//! every number), `validate` (rules across fields), `explain` (serde's errors on a file as
+//! `key = value: what it must be`, at the key's line and column), `load` (text or value ->
+//! checked scenario, errors placed at line and column), `set` (the `--set` language).
 
 mod choices;
 mod defaults;
 mod error;
+mod explain;
 mod isolation;
 mod load;
 mod ranges;
@@ -25,7 +27,7 @@ mod validate;
 pub use choices::{
     ItrRegister, NicModeration, NvmeModeration, PlacementPolicy, PlatformKind, Steering,
 };
-pub use error::{CmdlineError, ConfigError, Inconsistency};
+pub use error::{CmdlineError, ConfigError, Inconsistency, Rule};
 pub use isolation::isolation_of;
 pub use schema::{
     Costs, MachineCfg, MetricsCfg, NicCfg, NvmeCfg, PlacementCfg, PlatformCfg, Scenario,

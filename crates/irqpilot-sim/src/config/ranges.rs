@@ -1,8 +1,11 @@
 //! The range of every number in a scenario. A negative cost, a NaN or an infinite rate would
 //! run without complaint and give numbers that mean nothing, so each is refused, naming its key
-//! the way `--set` spells it (`costs.hardirq_us`, `workload.1.think_us`).
+//! the way `--set` spells it (`costs.hardirq_us`, `workload.1.think_us`). Whole numbers are
+//! refused by their type below 0 (serde; `explain` says so with the range below) and by
+//! [`WHOLE`] out of a narrower range.
 
 use super::schema::{Scenario, WorkloadCfg};
+use serde_json::Value;
 
 /// The range a number must lie in.
 #[derive(Clone, Copy)]
@@ -56,12 +59,91 @@ fn check(key: &str, v: f64, r: Range) -> Result<(), OutOfRange> {
     }
 }
 
-fn at_least_one(key: &str, v: u32) -> Result<(), OutOfRange> {
-    if v >= 1 {
-        Ok(())
-    } else {
-        Err((key.to_string(), format!("{key} = {v}: must be at least 1")))
+/// Whole-number keys whose range is narrower than their type's: the least value and, where there
+/// is one, the greatest (`N`: any position in a list). A key not here may take any value of its
+/// type (`u32`: 0-4294967295).
+const WHOLE: &[(&str, u64, Option<u64>)] = &[
+    ("duration_ms", 1, None),
+    ("costs.napi_weight", 1, None),
+    ("costs.netdev_budget", 1, None),
+    ("machine.packages", 1, None),
+    ("machine.cores_per_package", 1, None),
+    ("machine.threads_per_core", 1, None),
+    ("machine.vectors_per_cpu", 1, None),
+    ("placement.rotate_interval_ms", 1, None),
+    ("nic.N.queues", 1, None),
+    ("nic.N.ring_size", 1, None),
+    ("nic.N.mtu_bytes", 64, None),
+    ("nic.N.aim_mode", 0, Some(2)),
+    ("nic.N.vms", 1, None),
+    ("nvme.N.drives", 1, None),
+    ("nvme.N.queues_per_drive", 1, None),
+    ("nvme.N.coalesce_threshold", 1, Some(256)),
+    ("workload.N.clients", 1, None),
+    ("workload.N.tso_kb", 1, None),
+    ("workload.N.iodepth", 1, None),
+    ("workload.N.jobs", 1, None),
+    ("workload.N.block_kb", 1, None),
+];
+
+/// The range of the whole-number key `pattern` (`nic.N.queues`) whose type holds at most
+/// `type_max`, as an error says it.
+pub(crate) fn whole_says(pattern: &str, type_max: u64) -> String {
+    let (least, most) = WHOLE
+        .iter()
+        .find(|(k, _, _)| *k == pattern)
+        .map_or((0, None), |(_, lo, hi)| (*lo, *hi));
+    says_whole(least, most.or((type_max < u64::MAX).then_some(type_max)))
+}
+
+fn says_whole(least: u64, most: Option<u64>) -> String {
+    match most {
+        Some(most) => format!("must be a whole number in {least}-{most}"),
+        None => format!("must be a whole number >= {least}"),
     }
+}
+
+/// The values at `pattern` (dotted, `N` for every element of a list) in `v`, each with its key.
+fn at<'v>(v: &'v Value, pattern: &str) -> Vec<(String, &'v Value)> {
+    let mut found = vec![(String::new(), v)];
+    for part in pattern.split('.') {
+        let mut next = Vec::new();
+        for (key, v) in found {
+            let join = |p: &str| {
+                if key.is_empty() {
+                    p.to_string()
+                } else {
+                    format!("{key}.{p}")
+                }
+            };
+            if part == "N" {
+                for (i, x) in v.as_array().into_iter().flatten().enumerate() {
+                    next.push((join(&i.to_string()), x));
+                }
+            } else if let Some(x) = v.get(part) {
+                next.push((join(part), x));
+            }
+        }
+        found = next;
+    }
+    found
+}
+
+/// Checks the keys of [`WHOLE`] (in the scenario as serialized, where every key has its value).
+fn check_whole(sc: &Scenario) -> Result<(), OutOfRange> {
+    let v = serde_json::to_value(sc).map_err(|e| (String::new(), e.to_string()))?;
+    for (pattern, least, most) in WHOLE {
+        for (key, x) in at(&v, pattern) {
+            let Some(n) = x.as_u64() else { continue };
+            if n < *least || most.is_some_and(|m| n > m) {
+                return Err((
+                    key.clone(),
+                    format!("{key} = {n}: {}", says_whole(*least, *most)),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks the range of every number of `sc`; the first one out of range is the error.
@@ -100,8 +182,6 @@ pub(crate) fn check_ranges(sc: &Scenario) -> Result<(), OutOfRange> {
     ] {
         check(&format!("costs.{k}"), v, r)?;
     }
-    at_least_one("costs.napi_weight", c.napi_weight)?;
-    at_least_one("costs.netdev_budget", c.netdev_budget)?;
     let p = &sc.platform;
     for (k, v, r) in [
         ("limited_knee_per_sec", p.limited_knee_per_sec, Positive),
@@ -131,6 +211,7 @@ pub(crate) fn check_ranges(sc: &Scenario) -> Result<(), OutOfRange> {
                 wire_rtt_us,
                 jitter_us,
                 hot_fraction,
+                probe_per_sec,
                 ..
             } => {
                 check(&key("load"), *load, Positive)?;
@@ -139,10 +220,15 @@ pub(crate) fn check_ranges(sc: &Scenario) -> Result<(), OutOfRange> {
                 check(&key("wire_rtt_us"), *wire_rtt_us, NonNegative)?;
                 check(&key("jitter_us"), *jitter_us, NonNegative)?;
                 check(&key("hot_fraction"), *hot_fraction, Fraction)?;
+                check(&key("probe_per_sec"), *probe_per_sec, NonNegative)?;
             }
-            WorkloadCfg::BulkTx { load, tso_kb, .. } => {
+            WorkloadCfg::BulkTx {
+                load,
+                probe_per_sec,
+                ..
+            } => {
                 check(&key("load"), *load, Positive)?;
-                at_least_one(&key("tso_kb"), *tso_kb)?;
+                check(&key("probe_per_sec"), *probe_per_sec, NonNegative)?;
             }
             WorkloadCfg::Poisson {
                 rate_per_sec,
@@ -153,21 +239,21 @@ pub(crate) fn check_ranges(sc: &Scenario) -> Result<(), OutOfRange> {
                 check(&key("service_us"), *service_us, NonNegative)?;
             }
             WorkloadCfg::Rpc {
-                clients,
                 think_us,
                 service_us,
                 wire_rtt_us,
                 ..
             } => {
-                at_least_one(&key("clients"), *clients)?;
                 check(&key("think_us"), *think_us, NonNegative)?;
                 check(&key("service_us"), *service_us, NonNegative)?;
                 check(&key("wire_rtt_us"), *wire_rtt_us, NonNegative)?;
             }
-            WorkloadCfg::Fio { block_kb, .. } => at_least_one(&key("block_kb"), *block_kb)?,
+            WorkloadCfg::Fio { rate_iops, .. } => {
+                check(&key("rate_iops"), *rate_iops, NonNegative)?;
+            }
         }
     }
-    Ok(())
+    check_whole(sc)
 }
 
 #[cfg(test)]
@@ -238,9 +324,13 @@ clients = 4
             e.starts_with("scenario f.toml:9:1: ") && e.contains("speed"),
             "{e}"
         );
+        // A wrong type: the key's place, not the value's (it used to be 8:10).
         let e = Scenario::from_toml(&MIN.replace("queues = 2", "queues = \"two\""), "f.toml")
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("scenario f.toml:8:10: "), "{e}");
+        assert_eq!(
+            e,
+            "scenario f.toml:8:1: nic.0.queues = \"two\": must be a whole number in 1-4294967295"
+        );
     }
 }

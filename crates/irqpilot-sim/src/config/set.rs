@@ -21,7 +21,11 @@ impl Scenario {
             let typed: Result<Scenario, toml::de::Error> = value.clone().try_into();
             typed.map_err(|e| ConfigError::BadSet {
                 key: key.clone(),
-                message: e.to_string(),
+                message: if is_alias(key) {
+                    e.to_string()
+                } else {
+                    super::explain::what(key, e.message().trim_end())
+                },
             })?;
         }
         Scenario::from_value(value, &self.name).map_err(|e| match sets {
@@ -44,6 +48,11 @@ pub const MODERATION_VALUES: &[&str] = &[
     "gsim+device",
     "irqpilot",
 ];
+
+/// Whether `key` is one of the short aliases, which set other keys than their own name.
+fn is_alias(key: &str) -> bool {
+    matches!(key, "platform" | "placement" | "moderation" | "aim_mode") || key.starts_with("gsim_")
+}
 
 /// Turns `--set` text into a TOML value: integer, float, boolean, else string.
 fn parse_scalar(raw: &str) -> toml::Value {

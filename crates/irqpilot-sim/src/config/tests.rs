@@ -51,6 +51,15 @@ fn sets_apply_and_errors_name_the_key() {
         set("costs.hardirq_us", "0.5").unwrap().costs.hardirq_us,
         0.5
     );
+    // A dotted path's value of the wrong type or range: the range, not serde's words.
+    assert_eq!(
+        set("duration_ms", "-1").unwrap_err().to_string(),
+        "--set duration_ms: must be a whole number >= 1"
+    );
+    assert_eq!(
+        set("nic.0.queues", "x").unwrap_err().to_string(),
+        "--set nic.0.queues: must be a whole number in 1-4294967295"
+    );
     for (k, v) in [
         ("moderation", "turbo"),
         ("aim_mode", "7"),

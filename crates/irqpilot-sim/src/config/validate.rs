@@ -1,127 +1,141 @@
 //! Checks across fields that the schema cannot express (ranges of single keys are in
-//! `ranges.rs`).
+//! `ranges.rs`). Each error names the key it is about, so that a file's error has its place.
 
-use super::error::Inconsistency;
+use super::error::{Inconsistency, Rule};
 use super::isolation::isolation_of;
 use super::schema::{Scenario, WorkloadCfg};
+use irqpilot_core::placement::PlacementConfigError;
 
 /// `v > 0`, with NaN counting as not positive.
 pub(crate) fn positive(v: f64) -> bool {
     v > 0.0
 }
 
+fn broken(key: String, value: impl std::fmt::Display, rule: Rule) -> Inconsistency {
+    Inconsistency {
+        key,
+        value: Some(value.to_string()),
+        rule,
+    }
+}
+
 impl Scenario {
-    /// Consistency checks serde cannot express.
+    /// Consistency checks serde and the ranges cannot express.
     pub(super) fn validate(&self) -> Result<(), Inconsistency> {
-        let m = &self.machine;
-        if m.cores_per_package == 0 || m.packages == 0 || m.threads_per_core == 0 {
-            return Err(Inconsistency::NoCpu);
-        }
-        if self.duration_ms == 0 {
-            return Err(Inconsistency::NoDuration);
-        }
         if self.warmup_ms >= self.duration_ms {
-            return Err(Inconsistency::WarmupTooLong);
+            return Err(broken(
+                "warmup_ms".into(),
+                self.warmup_ms,
+                Rule::WarmupTooLong {
+                    duration_ms: self.duration_ms,
+                },
+            ));
         }
         if let Some(m) = &self.moderator {
-            m.validate()?;
+            m.validate().map_err(|e| {
+                broken(
+                    format!("moderator.{}", e.field),
+                    e.value.clone(),
+                    Rule::Moderator(e),
+                )
+            })?;
         }
-        placement(self)?;
-        for n in &self.nic {
-            if n.queues == 0 || !positive(n.link_gbps) || n.mtu_bytes < 64 || n.ring_size == 0 {
-                return Err(Inconsistency::NicSize(n.name.clone()));
-            }
-            if n.aim_mode > 2 {
-                return Err(Inconsistency::AimMode(n.name.clone()));
-            }
-            if n.vms == 0 || n.queues % n.vms != 0 {
-                return Err(Inconsistency::VmSplit(n.name.clone()));
-            }
-        }
-        for d in &self.nvme {
-            if d.drives == 0 || d.queues_per_drive == 0 || !positive(d.max_iops) {
-                return Err(Inconsistency::NvmeSize(d.name.clone()));
-            }
-            if d.coalesce_threshold == 0 || d.coalesce_threshold > 256 {
-                return Err(Inconsistency::CoalesceThreshold(d.name.clone()));
+        self.placement.irqpilot.validate().map_err(placement)?;
+        isolation_of(&self.machine).map_err(|e| {
+            broken(
+                "machine.cmdline".into(),
+                format!("{:?}", self.machine.cmdline),
+                Rule::Cmdline(e),
+            )
+        })?;
+        for (i, n) in self.nic.iter().enumerate() {
+            if n.queues.checked_rem(n.vms) != Some(0) {
+                return Err(broken(
+                    format!("nic.{i}.vms"),
+                    n.vms,
+                    Rule::VmSplit { queues: n.queues },
+                ));
             }
         }
-        for w in &self.workload {
-            if !(w.probe_per_sec() >= 0.0 && w.probe_per_sec().is_finite()) {
-                return Err(Inconsistency::ProbeRate);
-            }
+        for (i, w) in self.workload.iter().enumerate() {
+            let key = |k: &str| format!("workload.{i}.{k}");
             let nic = match w {
                 WorkloadCfg::Bulk {
                     nic,
-                    load,
                     window_kb,
                     chunk_kb,
                     ..
                 } => {
-                    if !positive(*load)
-                        || !positive(*chunk_kb)
-                        || window_kb < chunk_kb
-                        || window_kb.is_nan()
-                    {
-                        return Err(Inconsistency::BulkShape(nic.clone()));
+                    if window_kb < chunk_kb {
+                        return Err(broken(
+                            key("window_kb"),
+                            window_kb,
+                            Rule::WindowBelowChunk {
+                                chunk_kb: *chunk_kb,
+                            },
+                        ));
                     }
-                    Some(nic)
-                }
-                WorkloadCfg::BulkTx { nic, load, .. } => {
-                    if !positive(*load) {
-                        return Err(Inconsistency::NoLoad(nic.clone()));
-                    }
-                    Some(nic)
+                    nic
                 }
                 WorkloadCfg::Rpc {
                     nic,
                     queue: Some(q),
                     ..
-                } if self.nic.iter().any(|n| &n.name == nic && *q >= n.queues) => {
-                    return Err(Inconsistency::NoSuchQueue {
-                        nic: nic.clone(),
-                        queue: *q,
-                    });
-                }
-                WorkloadCfg::Poisson { nic, .. } | WorkloadCfg::Rpc { nic, .. } => Some(nic),
-                WorkloadCfg::Fio {
-                    nvme,
-                    iodepth,
-                    jobs,
-                    rate_iops,
-                    ..
                 } => {
+                    if let Some(n) = self.nic.iter().find(|n| &n.name == nic && *q >= n.queues) {
+                        return Err(broken(
+                            key("queue"),
+                            q,
+                            Rule::NoSuchQueue {
+                                nic: nic.clone(),
+                                queues: n.queues,
+                            },
+                        ));
+                    }
+                    nic
+                }
+                WorkloadCfg::BulkTx { nic, .. }
+                | WorkloadCfg::Poisson { nic, .. }
+                | WorkloadCfg::Rpc { nic, .. } => nic,
+                WorkloadCfg::Fio { nvme, .. } => {
                     if !self.nvme.iter().any(|d| &d.name == nvme) {
-                        return Err(Inconsistency::UnknownNvme(nvme.clone()));
+                        return Err(broken(key("nvme"), format!("{nvme:?}"), Rule::UnknownNvme));
                     }
-                    if *iodepth == 0 || *jobs == 0 {
-                        return Err(Inconsistency::FioDepth);
-                    }
-                    if !(*rate_iops >= 0.0 && rate_iops.is_finite()) {
-                        return Err(Inconsistency::FioRate);
-                    }
-                    None
+                    continue;
                 }
             };
-            if let Some(nic) = nic {
-                if !self.nic.iter().any(|n| &n.name == nic) {
-                    return Err(Inconsistency::UnknownNic(nic.clone()));
-                }
+            if !self.nic.iter().any(|n| &n.name == nic) {
+                return Err(broken(key("nic"), format!("{nic:?}"), Rule::UnknownNic));
             }
         }
         Ok(())
     }
 }
 
-/// Checks of the `[placement]` section and the machine fields placement depends on.
-fn placement(sc: &Scenario) -> Result<(), Inconsistency> {
-    if sc.placement.rotate_interval_ms == 0 {
-        return Err(Inconsistency::NotPositive("placement.rotate_interval_ms"));
+/// An error of `[placement.irqpilot]`, at the key it is about.
+fn placement(e: PlacementConfigError) -> Inconsistency {
+    let key = |k: String| format!("placement.irqpilot.{k}");
+    let (key, value) = match &e {
+        PlacementConfigError::OutOfRange { field, value, .. } => {
+            (key(field.to_string()), Some(value.clone()))
+        }
+        PlacementConfigError::BadPin { index, .. } => (key(format!("pin.{index}")), None),
+        PlacementConfigError::BadApplication { index, .. } => {
+            (key(format!("applications.{index}")), None)
+        }
+        PlacementConfigError::BadGlob {
+            field,
+            index,
+            pattern,
+            ..
+        } => (
+            key(format!("{field}.{index}")),
+            Some(format!("{pattern:?}")),
+        ),
+    };
+    Inconsistency {
+        key,
+        value,
+        rule: Rule::Placement(e),
     }
-    if sc.machine.vectors_per_cpu == 0 {
-        return Err(Inconsistency::NotPositive("machine.vectors_per_cpu"));
-    }
-    sc.placement.irqpilot.validate()?;
-    isolation_of(&sc.machine)?;
-    Ok(())
 }
