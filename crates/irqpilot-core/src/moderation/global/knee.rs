@@ -110,6 +110,9 @@ const SHARP_SETTLE: u32 = 1;
 const SHARP_SETTLE_MAX: u32 = 3;
 const SHARP_MEASURE: u32 = 1;
 const SHARP_GAIN: f64 = 0.05;
+/// The largest period-to-period spread (coefficient of variation) of an unheld load's work for
+/// one period of a step to say anything about it.
+const SHARP_STEADY: f64 = 0.05;
 /// Back-off of a parked finder, first and longest, in periods.
 const BACKOFF_FIRST: u64 = 100;
 const BACKOFF_MAX: u64 = 3200;
@@ -437,6 +440,13 @@ pub(crate) struct KneeFinder {
     unbound_acc: Acc,
     /// The work of the unheld load last asked (no new question until it changes by a third).
     unbound_asked: Option<f64>,
+    /// Periods, sum and sum of squares of the work over that run.
+    unbound_work: (f64, f64, f64),
+    /// No unheld load is asked before this period (a question costs a disturbance: at most
+    /// one per `DOWN_MEMORY`).
+    unbound_next: u64,
+    /// The work's period-to-period spread when the step under way was asked.
+    sharp_noise: f64,
     /// The target in force before an unheld load was asked: where it goes back to when the
     /// first step down bought nothing.
     unbound_from: Option<f64>,
@@ -491,6 +501,9 @@ impl KneeFinder {
             unbound_run: 0,
             unbound_acc: Acc::default(),
             unbound_asked: None,
+            unbound_work: (0.0, 0.0, 0.0),
+            unbound_next: 0,
+            sharp_noise: 0.0,
             unbound_from: None,
             dips: 0,
             release: false,
@@ -689,12 +702,16 @@ impl KneeFinder {
         let asked = self
             .unbound_asked
             .is_some_and(|k| k > 0.0 && ((work - k) / k).abs() <= LOAD_CHANGE);
-        if !heavy || asked {
+        if !heavy || asked || self.period < self.unbound_next {
             self.unbound_run = 0;
             self.unbound_acc = Acc::default();
+            self.unbound_work = (0.0, 0.0, 0.0);
             return false;
         }
         self.unbound_run += 1;
+        self.unbound_work.0 += 1.0;
+        self.unbound_work.1 += work;
+        self.unbound_work.2 += work * work;
         if self.unbound_run + u64::from(MEASURE) > QUIET {
             self.unbound_acc.add(obs);
         }
@@ -702,17 +719,34 @@ impl KneeFinder {
             return false;
         }
         let acc = std::mem::take(&mut self.unbound_acc);
+        let (n, sum, sq) = std::mem::take(&mut self.unbound_work);
         self.unbound_run = 0;
         let base = acc.summary();
         let total = acc.total();
         self.unbound_asked = Some(total);
+        self.unbound_next = self.period + DOWN_MEMORY;
+        // The work's own spread over the whole run, period to period: one period of a step is
+        // judged against it. A load whose work swings more than `SHARP_STEADY` is not asked
+        // (held-out gen-38-15: a low bulk load of 512 paced flows swung 30% by itself, and a
+        // second step read a swing as +32% and descended, p95 22x `none`).
+        let mean = sum / n.max(1.0);
+        let cv = if mean > 0.0 {
+            ((sq / n.max(1.0) - mean * mean).max(0.0) * n / (n - 1.0).max(1.0)).sqrt() / mean
+        } else {
+            f64::INFINITY
+        };
+        if cv > SHARP_STEADY {
+            return false;
+        }
+        self.sharp_noise = cv;
         let (n, sum, _) = acc.rates;
         let own = sum / n.max(1.0);
         let before = self.target;
         self.unbound_from = Some(before);
         self.last = Some(format!(
-            "knee search: a load at {own:.0}/s under target {:.0}/s, nothing held back: asking once whether a step down buys completions",
+            "knee search: a load at {own:.0}/s under target {:.0}/s, nothing held back (work steady within {:.1}%): asking once whether a step down buys completions",
             self.target,
+            100.0 * cv,
         ));
         self.target = own;
         self.climbed = false;
@@ -1243,7 +1277,11 @@ impl KneeFinder {
             verdict = Verdict::Better;
         }
         // The short step an unheld load is asked is kept only for a clear gain.
-        if p.sharp && verdict == Verdict::Better && score <= SHARP_GAIN {
+        if p.sharp
+            && verdict == Verdict::Better
+            && score
+                <= SHARP_GAIN.max(Z * self.sharp_noise * (1.0 + 1.0 / f64::from(MEASURE)).sqrt())
+        {
             verdict = Verdict::Same;
         }
         let pct = score * 100.0;
