@@ -476,8 +476,21 @@ impl GlobalModerator {
 
         // What the devices completed, for the knee search.
         let held = !self.delay.is_empty() || self.nvme.thresholds().any(|(_, t)| t > 1);
+        // The mean gap between interrupts of a busy NIC queue: what one step down would cost
+        // each of its requests (a quarter of it for a 25% step).
+        let (busy, busy_rate) = srcs
+            .iter()
+            .filter(|s| matches!(knobs.get(&s.irq), Some(Knob::NicQueue { .. })))
+            .filter(|s| s.rate >= (0.01 * max_rate).max(50.0))
+            .fold((0.0, 0.0), |(n, r), s| (n + 1.0, r + s.rate));
+        let nic_gap_us = if busy_rate > 0.0 {
+            1e6 * busy / busy_rate
+        } else {
+            0.0
+        };
         let mut obs = Observation {
             work: nic_work,
+            nic_gap_us,
             rate: device_total,
             raw_rate: raw_total,
             natural: self.natural,

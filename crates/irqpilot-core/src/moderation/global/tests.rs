@@ -710,6 +710,20 @@ fn an_unheld_load_is_asked_once_and_let_go_at_once() {
     assert_eq!(g.target_per_sec(), 1_000_000.0);
 }
 
+/// Request/response on many queues with long gaps (held-out gen-48-25: 128 queues at 4.6 k/s
+/// each): a 25% step would hold each request about 54 us, several times its round trip, so
+/// the load is not asked at all.
+#[test]
+fn an_unheld_load_on_queues_with_long_gaps_is_not_asked() {
+    let n = 128u32;
+    let (m, mut g) = started(n);
+    for p in 1..300 {
+        let (r, _) = request_response_rates(&g, (n, 4_600.0, 300.0), None);
+        decide(&mut g, &m, &r, p);
+        assert!(g.delays().is_empty(), "held at period {p}");
+    }
+}
+
 /// The same load past a knee under the target (0.5 M/s, an affected SoC): the step down
 /// buys transactions, and the search goes on down from there.
 #[test]

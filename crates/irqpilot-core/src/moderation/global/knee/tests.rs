@@ -13,6 +13,7 @@ fn period(work: f64, rate: f64, natural: f64, binding: bool) -> Observation {
         at_limit: false,
         least: 0.0,
         unheld: false,
+        nic_gap_us: 0.0,
     }
 }
 
