@@ -444,7 +444,11 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "workload.N.app_cpus",
-        "CPUs the server's threads are pinned to (a CPU list, `taskset -c`); each client's connection belongs to one of them (client number modulo their count). Absent: a request is served on the CPU whose softirq received it.",
+        "CPUs the server's threads run on (a CPU list): pinned one per CPU (`taskset -c`), each client's connection belonging to one of them (client number modulo their count), or scheduled over the set (`app_schedule`). Absent: a request is served on the CPU whose softirq ran its stack.",
+    ),
+    (
+        "workload.N.app_schedule",
+        "Where the threads run on `app_cpus`: `pinned` (one per CPU), `scheduled` (a thread per client connection for `rpc`, one per CPU for `poisson`, each allowed the whole set; a sleeping thread wakes on the CPU it last ran on if that is idle, else on an idle CPU of the set, its last-level cache first, else on the least busy; docs/simulator.md).",
     ),
     ("workload.N.block_kb", "Block size."),
     ("workload.N.chunk_kb", "Bytes per send burst."),
@@ -507,8 +511,12 @@ pub const KEYS: &[(&str, &str)] = &[
         "Simulated time at which the workload starts (a load step).",
     ),
     (
+        "workload.N.rps_cpus",
+        "The queues' `rps_cpus` for `steering = \"rps\"` (a CPU list; only with it). Default: `app_cpus` when given, else the online CPUs of the NIC's NUMA node.",
+    ),
+    (
         "workload.N.steering",
-        "How a request reaches its thread when that runs on another CPU: `none` (the IRQ CPU's softirq runs the stack and wakes the thread), `rfs` (receive flow steering: the stack runs on the thread's CPU).",
+        "How a request reaches its thread: `none` (the IRQ CPU's softirq runs the stack and wakes the thread), `rfs` (receive flow steering: the stack runs on the thread's CPU), `rps` (receive packet steering: the flow hash picks a CPU of `rps_cpus`, an IPI schedules its backlog, which runs the stack and wakes the thread).",
     ),
     (
         "workload.N.stop_ms",
@@ -559,12 +567,18 @@ kind = "poisson"
 nic = "eth0"
 rate_per_sec = 1
 app_cpus = "0"
+app_schedule = "scheduled"
+steering = "rps"
+rps_cpus = "0-1"
 [[workload]]
 kind = "rpc"
 nic = "eth0"
 clients = 1
 queue = 0
 app_cpus = "0"
+app_schedule = "scheduled"
+steering = "rps"
+rps_cpus = "0-1"
 [[workload]]
 kind = "fio"
 nvme = "nvme"

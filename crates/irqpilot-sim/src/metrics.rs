@@ -34,6 +34,10 @@ pub(crate) struct Counters {
     pub interrupts: u64,
     /// Requests handed to an application thread on another CPU than their softirq's.
     pub remote_wakeups: u64,
+    /// IPIs RPS sent to schedule another CPU's backlog.
+    pub rps_ipis: u64,
+    /// Wake-ups that put a scheduled thread on another CPU than it last ran on.
+    pub thread_migrations: u64,
 }
 
 impl Counters {
@@ -46,6 +50,8 @@ impl Counters {
             transactions: self.transactions - base.transactions,
             interrupts: self.interrupts - base.interrupts,
             remote_wakeups: self.remote_wakeups - base.remote_wakeups,
+            rps_ipis: self.rps_ipis - base.rps_ipis,
+            thread_migrations: self.thread_migrations - base.thread_migrations,
         }
     }
 }

@@ -83,6 +83,8 @@ pub(crate) enum Ev {
     Request { wl: u16, client: u32 },
     /// An RPC client sends its next request.
     ClientSend { wl: u16, client: u32 },
+    /// An RPS IPI reaches `cpu`: its backlog's NAPI is scheduled.
+    RpsIpi { cpu: u32 },
     /// Next open-loop Poisson arrival.
     PoissonArrive { wl: u16 },
     /// The device's moderation may let vector `src` fire (checked against its `timer_at`).
@@ -119,6 +121,8 @@ pub(crate) struct Job {
 pub(crate) enum JobKind {
     /// NAPI poll of NIC queue `q`, taking `rx` packets and `tx` completions.
     Poll { q: u32, rx: u64, tx: u64 },
+    /// The CPU's RPS backlog (`process_backlog`): the stack of its first `n` requests.
+    Backlog { n: u32 },
     /// Application work.
     App(AppWork),
 }
@@ -156,6 +160,10 @@ pub(crate) struct Cpu {
     pub poll_list: VecDeque<u32>,
     pub app: Option<Job>,
     pub app_queue: VecDeque<Queued>,
+    /// Requests RPS put in this CPU's backlog, for its softirq to run their stack.
+    pub backlog: VecDeque<AppWork>,
+    /// The backlog's NAPI is scheduled (an IPI on its way, on the poll list, or polling).
+    pub backlog_scheduled: bool,
     /// Time in hardirq, softirq and application work (ns).
     pub hard_ns: u64,
     pub soft_ns: u64,
@@ -300,8 +308,9 @@ pub(crate) struct NicQueue {
     /// Trains for this queue still landing.
     pub trains: u32,
     pub napi_scheduled: bool,
-    /// Some workload on this NIC steers its packets with RFS.
-    pub rfs: bool,
+    /// Some workload on this NIC steers its packets with RFS or RPS (the IRQ CPU keeps only
+    /// the driver's part of theirs).
+    pub steered: bool,
     pub rx_pkts: u64,
     pub rx_bytes: u64,
     pub tx_pkts: u64,
@@ -399,8 +408,21 @@ pub(crate) struct WlState {
     pub done: Vec<u64>,
     /// CPUs of the application's threads (empty: requests are served where received).
     pub app_cpus: Vec<u32>,
-    /// Received packets are steered to the thread's CPU (RFS).
-    pub rfs: bool,
+    /// How received packets reach the threads.
+    pub steering: crate::config::Steering,
+    /// The CPUs RPS hashes flows over (`steering = "rps"`).
+    pub rps_cpus: Vec<u32>,
+    /// Threads scheduled over `app_cpus` (empty: pinned, one per CPU).
+    pub threads: Vec<AppThread>,
+}
+
+/// A thread of a scheduled application (`app_schedule = "scheduled"`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct AppThread {
+    /// The CPU it runs on or last ran on.
+    pub cpu: u32,
+    /// Requests queued for it or running (0: asleep).
+    pub pending: u32,
 }
 
 /// Set in the id of a latency-probe request (ids of real requests stay below it), so the

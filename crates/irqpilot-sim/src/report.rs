@@ -208,6 +208,14 @@ pub struct Report {
     /// that received them (workloads with `app_cpus`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote_wakeups_per_sec: Option<f64>,
+    /// IPIs per second that RPS sent to schedule another CPU's backlog (workloads with
+    /// `steering = "rps"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rps_ipis_per_sec: Option<f64>,
+    /// Wake-ups per second that put a scheduled thread on another CPU than it last ran on
+    /// (workloads with `app_schedule = "scheduled"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread_migrations_per_sec: Option<f64>,
     /// Request (or I/O) latency.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_us: Option<Latency>,
@@ -368,6 +376,16 @@ impl Sim {
                 .iter()
                 .any(|w| !w.app_cpus.is_empty())
                 .then(|| round(d.remote_wakeups as f64 / secs, 1)),
+            rps_ipis_per_sec: self
+                .wls
+                .iter()
+                .any(|w| w.steering == crate::config::Steering::Rps)
+                .then(|| round(d.rps_ipis as f64 / secs, 1)),
+            thread_migrations_per_sec: self
+                .wls
+                .iter()
+                .any(|w| !w.threads.is_empty())
+                .then(|| round(d.thread_migrations as f64 / secs, 1)),
             latency_us: latency,
             per_cpu,
             per_source,

@@ -106,6 +106,7 @@ impl Sim {
             Ev::TxSegment { wl, q } => self.on_tx_segment(wl, q),
             Ev::Request { wl, client } => self.on_request(wl, client),
             Ev::ClientSend { wl, client } => self.on_client_send(wl, client),
+            Ev::RpsIpi { cpu } => self.on_rps_ipi(cpu),
             Ev::PoissonArrive { wl } => self.on_poisson(wl),
             Ev::Fire { src } => self.on_fire(src),
             Ev::HardDone { src } => self.on_hard_done(src),
@@ -385,9 +386,11 @@ impl Sim {
 
     // ----- softirq (NAPI) ----------------------------------------------------------------
 
-    fn start_poll(&mut self, cpu: usize) {
-        if let Some(q) = self.cpus[cpu].poll_list.pop_front() {
-            self.poll_queue(cpu, q);
+    pub(crate) fn start_poll(&mut self, cpu: usize) {
+        match self.cpus[cpu].poll_list.pop_front() {
+            Some(crate::apps::BACKLOG) => self.poll_backlog(cpu),
+            Some(q) => self.poll_queue(cpu, q),
+            None => {}
         }
     }
 
@@ -397,8 +400,8 @@ impl Sim {
         let nq = &self.nq[q as usize];
         let rx = nq.rx.landed_up_to(now, self.k.napi_weight);
         let tx = nq.tx.landed(now);
-        // Under RFS the stack of steered packets runs on their application's CPU.
-        let steered = self.rfs_steered(q as usize, rx);
+        // Under RFS and RPS the stack of steered packets runs on another CPU.
+        let steered = self.steered(q as usize, rx);
         let mut per_pkt = (rx - steered) as f64 * self.k.rx_pkt
             + steered as f64 * self.k.rx_driver
             + tx as f64 * self.k.tx_done;
@@ -434,8 +437,10 @@ impl Sim {
         }
         c.soft = None;
         c.soft_ns += job.cost;
-        let JobKind::Poll { q, rx, tx } = job.what else {
-            return;
+        let (q, rx, tx) = match job.what {
+            JobKind::Poll { q, rx, tx } => (q, rx, tx),
+            JobKind::Backlog { n } => return self.backlog_done(cpu, n),
+            JobKind::App(_) => return,
         };
         let counting = self.m.counting();
         let nqi = q as usize;
@@ -617,7 +622,10 @@ impl Sim {
                     q,
                     client,
                     sent,
-                } => self.respond(wl, q, client, sent),
+                } => {
+                    self.thread_done(wl, client);
+                    self.respond(wl, q, client, sent)
+                }
                 AppWork::Resubmit { q, n, wl } => self.nvme_resubmit(q, n, wl),
             }
         }

@@ -12,6 +12,14 @@ use crate::model::*;
 use crate::sim::Sim;
 use crate::time::{SimTime, us_to_ns};
 
+/// A flow's 32-bit hash, as the NIC computes it for RSS and the stack keeps in `skb->hash`
+/// (RPS and RFS index their tables with it): a fixed multiplicative hash, deterministic and
+/// spreading consecutive flows. RSS takes it modulo the queues; RPS scales it to its CPUs
+/// (`reciprocal_scale`), so the two use different bits of one hash.
+pub(crate) fn flow_hash(flow: u32) -> u32 {
+    ((flow as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32
+}
+
 /// Resolves a bulk workload's parameters (`None` for other kinds).
 pub(crate) fn bulk_params(
     sc: &crate::config::Scenario,
@@ -351,8 +359,7 @@ impl Sim {
     /// Which queue RSS puts a flow on.
     fn rss_queue(&self, ni: usize, flow: u32) -> u32 {
         let n = &self.nics[ni];
-        // A fixed multiplicative hash: deterministic and spreads consecutive flows.
-        let h = (flow as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        let h = u64::from(flow_hash(flow));
         n.first_q + (h % n.channels.max(1) as u64) as u32
     }
 

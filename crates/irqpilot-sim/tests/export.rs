@@ -479,3 +479,29 @@ fn readers_never_see_an_empty_file_while_the_twin_and_irqpilot_write() {
     let writes = twin.join().unwrap();
     assert!(writes.iter().all(|w| w.result.is_ok()), "{writes:?}");
 }
+
+#[test]
+fn application_threads_are_exported_pinned_or_allowed_their_whole_set() {
+    let cpus_allowed = |root: &Path, tid: u32| {
+        read(root, &format!("proc/4000/task/{tid}/status"))
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:\t").map(str::to_string))
+    };
+    // Pinned: a thread per CPU of app_cpus (0-1), each on its own.
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = platform("app-pinned-2node", &[]);
+    let _e = TreeExport::create(&mut p, dir.path(), ExportOptions::default()).unwrap();
+    assert_eq!(read(dir.path(), "proc/4000/comm"), "rpc-0\n");
+    assert_eq!(cpus_allowed(dir.path(), 4001).as_deref(), Some("1"));
+    assert!(!dir.path().join("proc/4000/task/4002").exists());
+    // Scheduled: a thread per client connection (32), each allowed all of 0-1.
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = platform(
+        "app-pinned-2node",
+        &[("workload.0.app_schedule", "scheduled")],
+    );
+    let _e = TreeExport::create(&mut p, dir.path(), ExportOptions::default()).unwrap();
+    assert_eq!(cpus_allowed(dir.path(), 4000).as_deref(), Some("0-1"));
+    assert_eq!(cpus_allowed(dir.path(), 4031).as_deref(), Some("0-1"));
+    assert!(!dir.path().join("proc/4000/task/4032").exists());
+}

@@ -161,3 +161,46 @@ fn a_negative_duration_names_the_key_and_its_range() {
         "scenario f.toml:2:1: duration_ms = -1: must be a whole number >= 1"
     );
 }
+
+#[test]
+fn application_cpu_lists_steering_and_schedule_are_placed_at_their_key() {
+    assert_eq!(
+        err(&in_workload(
+            "app_cpus = \"0-1\"\nsteering = \"rps\"\nrps_cpus = \"x\""
+        )),
+        "scenario f.toml:14:1: workload.0.rps_cpus = \"x\": must be a CPU list (\"0-3,8\"): \
+         bad cpulist token \"x\""
+    );
+    assert_eq!(
+        err(&in_workload("steering = \"rps\"\nrps_cpus = \"8-9\"")),
+        "scenario f.toml:13:1: workload.0.rps_cpus = \"8-9\": names no CPU of the machine (0-1)"
+    );
+    assert_eq!(
+        err(&in_workload("app_cpus = \"4\"")),
+        "scenario f.toml:12:1: workload.0.app_cpus = \"4\": names no CPU of the machine (0-1)"
+    );
+    assert_eq!(
+        err(&in_workload("rps_cpus = \"0\"")),
+        "scenario f.toml:12:1: workload.0.rps_cpus = \"0\": needs steering = \"rps\" \
+         (steering is \"none\")"
+    );
+    assert_eq!(
+        err(&in_workload("app_schedule = \"scheduled\"")),
+        "scenario f.toml:12:1: workload.0.app_schedule = \"scheduled\": needs app_cpus, the \
+         CPUs the threads are scheduled over"
+    );
+    let e = err(&in_workload(
+        "app_cpus = \"0\"\napp_schedule = \"sometimes\"",
+    ));
+    assert!(
+        e.starts_with("scenario f.toml:13:1: workload.0.app_schedule = \"sometimes\": ")
+            && e.contains("pinned")
+            && e.contains("scheduled"),
+        "{e}"
+    );
+    let e = err(&in_workload("steering = \"rss\""));
+    assert!(
+        e.starts_with("scenario f.toml:12:1: workload.0.steering = \"rss\": ") && e.contains("rps"),
+        "{e}"
+    );
+}

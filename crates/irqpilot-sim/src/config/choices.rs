@@ -12,6 +12,20 @@ pub enum Steering {
     None,
     /// RFS: the stack runs on the CPU of the thread that reads the flow.
     Rfs,
+    /// RPS: the flow hash picks a CPU of `rps_cpus`; the stack runs in that CPU's backlog
+    /// after an IPI, and wakes the thread where it runs.
+    Rps,
+}
+
+/// Where a request/response workload's threads run on their `app_cpus`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AppSchedule {
+    /// One thread per CPU of the set, each pinned to its CPU (`taskset -c` per thread).
+    #[default]
+    Pinned,
+    /// The threads may run on any CPU of the set; the model's scheduler places each wake-up.
+    Scheduled,
 }
 
 /// Which platform MSI limit applies.

@@ -110,6 +110,24 @@ pub enum Rule {
     /// A fio workload on an NVMe group the scenario lacks (`workload.N.nvme`).
     #[error("no [[nvme]] group has this name")]
     UnknownNvme,
+    /// A CPU list that does not parse (`workload.N.app_cpus`, `workload.N.rps_cpus`).
+    #[error("must be a CPU list (\"0-3,8\"): {0}")]
+    CpuList(String),
+    /// A CPU list naming no CPU of the machine.
+    #[error("names no CPU of the machine (0-{})", .cpus.saturating_sub(1))]
+    NoCpuOfMachine {
+        /// CPUs the machine has.
+        cpus: u64,
+    },
+    /// `workload.N.rps_cpus` without `steering = "rps"`.
+    #[error("needs steering = \"rps\" (steering is {steering:?})")]
+    RpsCpusWithoutRps {
+        /// The workload's steering.
+        steering: String,
+    },
+    /// `workload.N.app_schedule = "scheduled"` without `app_cpus` to schedule over.
+    #[error("needs app_cpus, the CPUs the threads are scheduled over")]
+    ScheduleWithoutAppCpus,
 }
 
 /// What is wrong in core's words, without its key (which `Inconsistency` names).

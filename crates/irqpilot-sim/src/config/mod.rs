@@ -25,7 +25,8 @@ mod set;
 mod validate;
 
 pub use choices::{
-    ItrRegister, NicModeration, NvmeModeration, PlacementPolicy, PlatformKind, Steering,
+    AppSchedule, ItrRegister, NicModeration, NvmeModeration, PlacementPolicy, PlatformKind,
+    Steering,
 };
 pub use error::{CmdlineError, ConfigError, Inconsistency, Rule};
 pub use isolation::isolation_of;

@@ -2,7 +2,8 @@
 //! value and source in its doc (the values themselves are in `defaults.rs`).
 
 use super::choices::{
-    ItrRegister, NicModeration, NvmeModeration, PlacementPolicy, PlatformKind, Steering,
+    AppSchedule, ItrRegister, NicModeration, NvmeModeration, PlacementPolicy, PlatformKind,
+    Steering,
 };
 use super::defaults;
 use serde::{Deserialize, Serialize};
@@ -401,16 +402,26 @@ pub enum WorkloadCfg {
         /// Service times exponentially distributed (an M/M/1 server) instead of fixed.
         #[serde(default)]
         exponential_service: bool,
-        /// CPUs the server's threads are pinned to (a CPU list, `taskset -c`); each client's
-        /// connection belongs to one of them (client number modulo their count). Absent: a
-        /// request is served on the CPU whose softirq received it.
+        /// CPUs the server's threads run on (a CPU list): pinned one per CPU (`taskset -c`),
+        /// each client's connection belonging to one of them (client number modulo their
+        /// count), or scheduled over the set (`app_schedule`). Absent: a request is served on
+        /// the CPU whose softirq ran its stack.
         #[serde(default)]
         app_cpus: Option<String>,
-        /// How a request reaches its thread when that runs on another CPU: `none` (the IRQ
-        /// CPU's softirq runs the stack and wakes the thread), `rfs` (receive flow steering:
-        /// the stack runs on the thread's CPU).
+        /// Where the threads run on `app_cpus`: `pinned` (one per CPU), `scheduled` (any CPU
+        /// of the set; the model's scheduler places each wake-up).
+        #[serde(default)]
+        app_schedule: AppSchedule,
+        /// How a request reaches its thread: `none` (the IRQ CPU's softirq runs the stack and
+        /// wakes the thread), `rfs` (receive flow steering: the stack runs on the thread's
+        /// CPU), `rps` (receive packet steering: the flow hash picks a CPU of `rps_cpus`
+        /// whose backlog runs the stack and wakes the thread).
         #[serde(default)]
         steering: Steering,
+        /// The queues' `rps_cpus` for `steering = "rps"` (a CPU list). Default: `app_cpus`
+        /// when given, else the online CPUs of the NIC's NUMA node.
+        #[serde(default)]
+        rps_cpus: Option<String>,
     },
     /// Closed-loop request/response: `clients` outstanding requests, each reissued after the
     /// response plus `think_us`. Latency is measured at the client: request sent to response
@@ -446,16 +457,26 @@ pub enum WorkloadCfg {
         /// `ethtool -N ... action Q`) instead of spreading them by RSS.
         #[serde(default)]
         queue: Option<u32>,
-        /// CPUs the server's threads are pinned to (a CPU list, `taskset -c`); each client's
-        /// connection belongs to one of them (client number modulo their count). Absent: a
-        /// request is served on the CPU whose softirq received it.
+        /// CPUs the server's threads run on (a CPU list): pinned one per CPU (`taskset -c`),
+        /// each client's connection belonging to one of them (client number modulo their
+        /// count), or scheduled over the set (`app_schedule`). Absent: a request is served on
+        /// the CPU whose softirq ran its stack.
         #[serde(default)]
         app_cpus: Option<String>,
-        /// How a request reaches its thread when that runs on another CPU: `none` (the IRQ
-        /// CPU's softirq runs the stack and wakes the thread), `rfs` (receive flow steering:
-        /// the stack runs on the thread's CPU).
+        /// Where the threads run on `app_cpus`: `pinned` (one per CPU), `scheduled` (any CPU
+        /// of the set; the model's scheduler places each wake-up).
+        #[serde(default)]
+        app_schedule: AppSchedule,
+        /// How a request reaches its thread: `none` (the IRQ CPU's softirq runs the stack and
+        /// wakes the thread), `rfs` (receive flow steering: the stack runs on the thread's
+        /// CPU), `rps` (receive packet steering: the flow hash picks a CPU of `rps_cpus`
+        /// whose backlog runs the stack and wakes the thread).
         #[serde(default)]
         steering: Steering,
+        /// The queues' `rps_cpus` for `steering = "rps"` (a CPU list). Default: `app_cpus`
+        /// when given, else the online CPUs of the NIC's NUMA node.
+        #[serde(default)]
+        rps_cpus: Option<String>,
     },
     /// fio-like random reads on every drive of an NVMe group.
     Fio {

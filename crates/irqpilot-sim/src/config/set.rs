@@ -18,7 +18,19 @@ impl Scenario {
             apply_set(&mut value, key, raw)?;
             // Types and unknown keys are checked after each edit so the error names its key;
             // rules across fields (window >= chunk) only once all edits are in.
-            let typed: Result<Scenario, toml::de::Error> = value.clone().try_into();
+            let mut typed: Result<Scenario, toml::de::Error> = value.clone().try_into();
+            if typed.is_err() && !is_alias(key) && !parse_scalar(raw).is_str() {
+                // Text that reads as a number (a CPU list of one CPU, `app_cpus=4`) for a key
+                // that takes text.
+                let mut text = value.clone();
+                let path: Vec<&str> = key.split('.').collect();
+                if insert_path(&mut text, &path, toml::Value::String(raw.clone())).is_ok() {
+                    if let Ok(sc) = text.clone().try_into::<Scenario>() {
+                        value = text;
+                        typed = Ok(sc);
+                    }
+                }
+            }
             typed.map_err(|e| ConfigError::BadSet {
                 key: key.clone(),
                 message: if is_alias(key) {

@@ -51,6 +51,11 @@ fn sets_apply_and_errors_name_the_key() {
         set("costs.hardirq_us", "0.5").unwrap().costs.hardirq_us,
         0.5
     );
+    // Text that reads as a number, for a key that takes text: a CPU list of one CPU.
+    assert_eq!(
+        set("nic.0.cpus", "3").unwrap().nic[0].cpus.as_deref(),
+        Some("3")
+    );
     // A dotted path's value of the wrong type or range: the range, not serde's words.
     assert_eq!(
         set("duration_ms", "-1").unwrap_err().to_string(),

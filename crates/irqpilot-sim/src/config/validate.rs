@@ -1,9 +1,11 @@
 //! Checks across fields that the schema cannot express (ranges of single keys are in
 //! `ranges.rs`). Each error names the key it is about, so that a file's error has its place.
 
+use super::choices::{AppSchedule, Steering};
 use super::error::{Inconsistency, Rule};
 use super::isolation::isolation_of;
 use super::schema::{Scenario, WorkloadCfg};
+use irqpilot_core::CpuSet;
 use irqpilot_core::placement::PlacementConfigError;
 
 /// `v > 0`, with NaN counting as not positive.
@@ -59,6 +61,7 @@ impl Scenario {
         }
         for (i, w) in self.workload.iter().enumerate() {
             let key = |k: &str| format!("workload.{i}.{k}");
+            self.check_app_settings(i, w)?;
             let nic = match w {
                 WorkloadCfg::Bulk {
                     nic,
@@ -110,6 +113,76 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+impl Scenario {
+    /// CPUs of the machine (`packages x cores_per_package x threads_per_core`).
+    fn machine_cpus(&self) -> u64 {
+        let m = &self.machine;
+        u64::from(m.packages.max(1))
+            * u64::from(m.cores_per_package.max(1))
+            * u64::from(m.threads_per_core.max(1))
+    }
+
+    /// A request/response workload's application CPUs, schedule and RPS CPUs.
+    fn check_app_settings(&self, i: usize, w: &WorkloadCfg) -> Result<(), Inconsistency> {
+        let key = |k: &str| format!("workload.{i}.{k}");
+        let (WorkloadCfg::Rpc {
+            app_cpus,
+            app_schedule,
+            steering,
+            rps_cpus,
+            ..
+        }
+        | WorkloadCfg::Poisson {
+            app_cpus,
+            app_schedule,
+            steering,
+            rps_cpus,
+            ..
+        }) = w
+        else {
+            return Ok(());
+        };
+        let cpus = self.machine_cpus();
+        for (k, list) in [("app_cpus", app_cpus), ("rps_cpus", rps_cpus)] {
+            if let Some(list) = list {
+                cpu_list(key(k), list, cpus)?;
+            }
+        }
+        if let Some(list) = rps_cpus {
+            if *steering != Steering::Rps {
+                let steering = serde_json::to_value(steering)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                return Err(broken(
+                    key("rps_cpus"),
+                    format!("{list:?}"),
+                    Rule::RpsCpusWithoutRps { steering },
+                ));
+            }
+        }
+        if *app_schedule == AppSchedule::Scheduled && app_cpus.is_none() {
+            return Err(broken(
+                key("app_schedule"),
+                "\"scheduled\"",
+                Rule::ScheduleWithoutAppCpus,
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A CPU list at `key` that parses and names a CPU of a machine with `cpus` CPUs.
+fn cpu_list(key: String, list: &str, cpus: u64) -> Result<(), Inconsistency> {
+    let value = format!("{list:?}");
+    let set = CpuSet::parse_list(list)
+        .map_err(|e| broken(key.clone(), &value, Rule::CpuList(e.to_string())))?;
+    if !set.iter().any(|c| u64::from(c.0) < cpus) {
+        return Err(broken(key, &value, Rule::NoCpuOfMachine { cpus }));
+    }
+    Ok(())
 }
 
 /// An error of `[placement.irqpilot]`, at the key it is about.

@@ -121,7 +121,8 @@ pub(super) fn write(root: &Path, machine: &Machine, nr_cpu_ids: u32) -> Result<(
 }
 
 /// Writes a `proc/PID` directory per application process: `comm`, and a `status` for the
-/// process and each of its threads whose `Cpus_allowed` is the thread's one CPU.
+/// process and each of its threads whose `Cpus_allowed` is the thread's one CPU (pinned) or
+/// the set it is scheduled over.
 pub(super) fn write_processes(
     root: &Path,
     apps: &[AppProcess],
@@ -145,7 +146,7 @@ pub(super) fn write_processes(
         for (k, cpu) in app.cpus.iter().enumerate() {
             let tid = pid + k as u32;
             let one: CpuSet = std::iter::once(CpuId(*cpu)).collect();
-            let text = status(tid, &one);
+            let text = status(tid, app.allowed.as_ref().unwrap_or(&one));
             // The process's own status is its main thread's (the first).
             if k == 0 {
                 file(root, &format!("proc/{pid}/status"), &text)?;

@@ -84,7 +84,8 @@ fn applications(sc: &Scenario) -> Vec<irqpilot_core::placement::Application> {
     sc.workload
         .iter()
         .filter_map(crate::apps::app_settings)
-        .filter_map(|(nic, cpus, _)| {
+        .filter_map(|s| {
+            let (nic, cpus) = (s.nic, s.app_cpus);
             let cpus = irqpilot_core::CpuSet::parse_list(cpus?).ok()?;
             if cpus.is_empty() {
                 return None;

@@ -180,7 +180,7 @@ fn add_nics(sc: &Scenario, boot: &Boot, dev: &mut Devices) -> Result<(), BuildEr
                 link_free: SimTime::ZERO,
                 trains: 0,
                 napi_scheduled: false,
-                rfs: false,
+                steered: false,
                 rx_pkts: 0,
                 rx_bytes: 0,
                 tx_pkts: 0,
@@ -314,7 +314,9 @@ fn workload_states(sc: &Scenario, nics: &[Nic]) -> Vec<WlState> {
             sent: Vec::new(),
             done: Vec::new(),
             app_cpus: Vec::new(),
-            rfs: false,
+            steering: crate::config::Steering::None,
+            rps_cpus: Vec::new(),
+            threads: Vec::new(),
         })
         .collect()
 }
