@@ -647,7 +647,7 @@ fn full() -> Result<Scenario, KeysError> {
 }
 
 /// The keys of the schema with their kinds, defaults and whether they are required: each key
-/// is taken out of [`FULL`] in turn; serde then refuses the scenario (the key is required) or
+/// is taken out of `FULL` in turn; serde then refuses the scenario (the key is required) or
 /// fills in its default.
 pub fn schema() -> Result<BTreeMap<String, KeyInfo>, KeysError> {
     let full_json = serde_json::to_value(full()?)?;
@@ -702,7 +702,7 @@ pub fn schema() -> Result<BTreeMap<String, KeyInfo>, KeysError> {
 /// The key [`unset_keys`] adds to each table to make it list the keys it takes.
 const PROBE: &str = "zz_not_a_key";
 
-/// What [`FULL`] leaves unseen, which the reference would then lack: a key that a table takes
+/// What `FULL` leaves unseen, which the reference would then lack: a key that a table takes
 /// and that no table of its kind in `FULL` sets (`placement.irqpilot.pin.N.irq`), a list
 /// without an element (its elements' keys go unseen), a table that takes any key (its keys
 /// cannot be listed). The keys a table takes are those serde lists when it refuses an unknown
