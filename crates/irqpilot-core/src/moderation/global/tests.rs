@@ -658,6 +658,21 @@ fn started(n: u32) -> (Machine, GlobalModerator) {
     (m, g)
 }
 
+/// Runs request/response traffic of `n` queues at `natural` interrupts/s each on a healthy
+/// platform for 299 periods; returns the moderator and the periods in which it held queues.
+fn held_periods(n: u32, natural: f64) -> (GlobalModerator, Vec<u64>) {
+    let (m, mut g) = started(n);
+    let mut held = Vec::new();
+    for p in 1..300 {
+        let (r, _) = request_response_rates(&g, (n, natural, 300.0), None);
+        decide(&mut g, &m, &r, p);
+        if !g.delays().is_empty() {
+            held.push(p);
+        }
+    }
+    (g, held)
+}
+
 /// Held-out gen-7-6 / gen-9-5: request/response traffic on a healthy platform making several
 /// M interrupts/s at medium load. The period before the target first bound ran at the load's
 /// own rate and did 4-6x the work the starting target leaves it: that rate is ground the
@@ -666,16 +681,7 @@ fn started(n: u32) -> (Machine, GlobalModerator) {
 /// 1.47x, p99 2.4x `none`).
 #[test]
 fn a_rate_the_load_was_just_seen_doing_more_work_at_is_reached_at_once() {
-    let n = 64u32;
-    let (m, mut g) = started(n);
-    let mut held = Vec::new();
-    for p in 1..300 {
-        let (r, _) = request_response_rates(&g, (n, 100_000.0, 300.0), None);
-        decide(&mut g, &m, &r, p);
-        if !g.delays().is_empty() {
-            held.push(p);
-        }
-    }
+    let (g, held) = held_periods(64, 100_000.0);
     let last = held.last().copied().unwrap_or(0);
     assert!(
         last <= 30 && held.len() <= 30,
@@ -692,16 +698,7 @@ fn a_rate_the_load_was_just_seen_doing_more_work_at_is_reached_at_once() {
 /// 3 s run, once.
 #[test]
 fn an_unheld_load_is_asked_once_and_let_go_at_once() {
-    let n = 8u32;
-    let (m, mut g) = started(n);
-    let mut held = Vec::new();
-    for p in 1..300 {
-        let (r, _) = request_response_rates(&g, (n, 100_000.0, 300.0), None);
-        decide(&mut g, &m, &r, p);
-        if !g.delays().is_empty() {
-            held.push(p);
-        }
-    }
+    let (g, held) = held_periods(8, 100_000.0);
     assert!(
         (1..=3).contains(&held.len()),
         "queues held in periods {held:?}"
@@ -715,13 +712,8 @@ fn an_unheld_load_is_asked_once_and_let_go_at_once() {
 /// the load is not asked at all.
 #[test]
 fn an_unheld_load_on_queues_with_long_gaps_is_not_asked() {
-    let n = 128u32;
-    let (m, mut g) = started(n);
-    for p in 1..300 {
-        let (r, _) = request_response_rates(&g, (n, 4_600.0, 300.0), None);
-        decide(&mut g, &m, &r, p);
-        assert!(g.delays().is_empty(), "held at period {p}");
-    }
+    let (_, held) = held_periods(128, 4_600.0);
+    assert!(held.is_empty(), "held in periods {held:?}");
 }
 
 /// The same load past a knee under the target (0.5 M/s, an affected SoC): the step down
