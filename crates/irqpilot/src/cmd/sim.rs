@@ -175,8 +175,25 @@ fn parse_sets(raw: &[String]) -> Result<Vec<(String, String)>> {
 /// Runs a scenario, with a progress bar when stderr is a terminal.
 fn run_with_progress(sc: Scenario) -> Result<Report> {
     let progress = Progress::timed(1000, &sc.name);
-    let report = irqpilot_sim::run_scenario(sc, |f| progress.set((f * 1000.0) as u64))
-        .map_err(anyhow::Error::new);
+    // With -v, what each policy decided and why, at the simulated time it did (the daemon's
+    // "decided" lines).
+    let report = irqpilot_sim::run_scenario_observed(
+        sc,
+        |f| progress.set((f * 1000.0) as u64),
+        |step| {
+            for (name, plan) in &step.plans {
+                for n in &plan.notes {
+                    tracing::debug!(
+                        at_ms = step.at.0 as f64 / 1e6,
+                        policy = *name,
+                        note = n.as_str(),
+                        "decided"
+                    );
+                }
+            }
+        },
+    )
+    .map_err(anyhow::Error::new);
     progress.finish();
     report
 }

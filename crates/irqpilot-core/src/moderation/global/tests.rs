@@ -658,6 +658,21 @@ fn started(n: u32) -> (Machine, GlobalModerator) {
     (m, g)
 }
 
+/// Runs request/response traffic of `n` queues at `natural` interrupts/s each on a healthy
+/// platform for 299 periods; returns the moderator and the periods in which it held queues.
+fn held_periods(n: u32, natural: f64) -> (GlobalModerator, Vec<u64>) {
+    let (m, mut g) = started(n);
+    let mut held = Vec::new();
+    for p in 1..300 {
+        let (r, _) = request_response_rates(&g, (n, natural, 300.0), None);
+        decide(&mut g, &m, &r, p);
+        if !g.delays().is_empty() {
+            held.push(p);
+        }
+    }
+    (g, held)
+}
+
 /// Held-out gen-7-6 / gen-9-5: request/response traffic on a healthy platform making several
 /// M interrupts/s at medium load. The period before the target first bound ran at the load's
 /// own rate and did 4-6x the work the starting target leaves it: that rate is ground the
@@ -666,21 +681,58 @@ fn started(n: u32) -> (Machine, GlobalModerator) {
 /// 1.47x, p99 2.4x `none`).
 #[test]
 fn a_rate_the_load_was_just_seen_doing_more_work_at_is_reached_at_once() {
-    let n = 64u32;
-    let (m, mut g) = started(n);
-    let mut held = Vec::new();
-    for p in 1..300 {
-        let (r, _) = request_response_rates(&g, (n, 100_000.0, 300.0), None);
-        decide(&mut g, &m, &r, p);
-        if !g.delays().is_empty() {
-            held.push(p);
-        }
-    }
+    let (g, held) = held_periods(64, 100_000.0);
     let last = held.last().copied().unwrap_or(0);
     assert!(
         last <= 30 && held.len() <= 30,
         "queues held in {} periods, the last at {last} (target {:.0}/s)",
         held.len(),
+        g.target_per_sec()
+    );
+}
+
+/// An unheld load at 80% of the target is asked once whether a step down buys completions
+/// (a collapse past a knee under the target looks the same in the counts). On a healthy
+/// platform request/response traffic pays every delay, so the step is undone after its
+/// measured period and every delay goes at once: the queues are held for three periods of a
+/// 3 s run, once.
+#[test]
+fn an_unheld_load_is_asked_once_and_let_go_at_once() {
+    let (g, held) = held_periods(8, 100_000.0);
+    assert!(
+        (1..=3).contains(&held.len()),
+        "queues held in periods {held:?}"
+    );
+    assert!(held.windows(2).all(|w| w[1] == w[0] + 1), "{held:?}");
+    assert_eq!(g.target_per_sec(), 1_000_000.0);
+}
+
+/// Request/response on many queues with long gaps (held-out gen-48-25: 128 queues at 4.6 k/s
+/// each): a 25% step would hold each request about 54 us, several times its round trip, so
+/// the load is not asked at all.
+#[test]
+fn an_unheld_load_on_queues_with_long_gaps_is_not_asked() {
+    let (_, held) = held_periods(128, 4_600.0);
+    assert!(held.is_empty(), "held in periods {held:?}");
+}
+
+/// The same load past a knee under the target (0.5 M/s, an affected SoC): the step down
+/// buys transactions, and the search goes on down from there.
+#[test]
+fn an_unheld_load_collapsed_under_the_target_is_found() {
+    let n = 8u32;
+    let (m, mut g) = started(n);
+    let mut last = 0.0;
+    for p in 1..300 {
+        let (r, work) =
+            request_response_rates(&g, (n, 100_000.0, 300.0), Some((500_000.0, 600_000.0)));
+        decide(&mut g, &m, &r, p);
+        last = work;
+    }
+    // Unheld: 800 k/s past the knee, 0.625 of the capacity (375 k transactions/s).
+    assert!(
+        last >= 0.9 * 300.0 * 500_000.0,
+        "work {last:.0} B/s, target {:.0}/s",
         g.target_per_sec()
     );
 }
