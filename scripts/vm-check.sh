@@ -576,6 +576,18 @@ evaluate() {
     [[ -z $out && $(rc_of d-stop) == 0 && $exitst == *Result=success* ]] || p=FAIL
     lost_writes=$((lost_writes + $(nlines "$out")))
     row "4e. SIGTERM (systemctl stop): every original back" $p "$exitst; $(grep -h 'restored' "$R/d-journal" | sed 's/^.*\]: //' | tail -n1); $(nlines "$out") differences; $(show 4 "$out")"
+    # Under systemd the daemon logs to journald itself (tracing-journald: its events carry a
+    # TARGET field), each at its own priority (tracing-journald maps info to 5, notice, and warn
+    # to 4: a refusal is a warning), and no message holds a terminal colour code.
+    local jq_daemon='select(._PID != "1" and .TARGET != null)'
+    local jn jinfo jrefused jansi
+    jn=$(jq -r "$jq_daemon | .PRIORITY" "$R/d-journal.json" 2>/dev/null | wc -l)
+    jinfo=$(jq -r "$jq_daemon | select(.PRIORITY == \"5\") | .PRIORITY" "$R/d-journal.json" 2>/dev/null | wc -l)
+    jrefused=$(jq -r "$jq_daemon | select(.MESSAGE == \"refused\") | .PRIORITY" "$R/d-journal.json" 2>/dev/null | sort -u | tr '\n' ' ')
+    jansi=$(jq -r 'select(._PID != "1") | .MESSAGE | tostring' "$R/d-journal.json" 2>/dev/null | grep -c $'\x1b')
+    p=PASS
+    [[ $jn -gt 0 && $jinfo -gt 0 && ( -z $jrefused || $jrefused == "4 " ) && $jansi == 0 ]] || p=FAIL
+    row "4f. journald: structured entries at their priorities" $p "$jn entries with TARGET, $jinfo at info (5); refusals at priority ${jrefused:-none}; $jansi with colour codes"
     # The same daemon as plain root: what it does on real drivers, apart from the unit.
     dlog=$(daemon_log root)
     daemon_rows 4r c4r "$(journal_refusals <<<"$dlog")" "$dlog"
