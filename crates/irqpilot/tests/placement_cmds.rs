@@ -212,6 +212,130 @@ fn apply_then_revert_restores_every_byte() {
     }
 }
 
+/// The configuration the firecracker tests apply: CPU 1 banned, so every affinity (and the
+/// default one) changes from `0-1` to `0`.
+const BAN_1: &str = "[placement]\nban_cpus = \"1\"\n";
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// An apply on the firecracker copy: 19 affinities and the default affinity written.
+fn apply_ban_1(root: &Path) {
+    let out = run(root, &["apply", "--sample", "0"], Some(BAN_1), &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains("20 written"), "{}", stdout(&out));
+}
+
+/// Makes IRQ `irq`'s `smp_affinity_list` a directory: it can be neither read nor written
+/// (whoever runs the test, root included), as a knob the kernel keeps refusing.
+fn break_affinity(root: &Path, irq: u32) -> std::path::PathBuf {
+    let f = root.join(format!("proc/irq/{irq}/smp_affinity_list"));
+    std::fs::remove_file(&f).unwrap();
+    std::fs::create_dir(&f).unwrap();
+    f
+}
+
+/// Undoes [`break_affinity`], leaving the value the apply wrote.
+fn mend_affinity(f: &Path) {
+    std::fs::remove_dir(f).unwrap();
+    std::fs::write(f, "0\n").unwrap();
+}
+
+#[test]
+fn revert_keeps_what_it_cannot_restore_exits_3_and_restores_it_later() {
+    let d = firecracker();
+    let root = d.path();
+    let before = irq_files(root);
+    apply_ban_1(root);
+    let journal = root.join("var/lib/irqpilot/journal.json");
+    // IRQ 30's file cannot be written back; IRQ 31 is gone (device unplugged).
+    let broken = break_affinity(root, 30);
+    std::fs::remove_dir_all(root.join("proc/irq/31")).unwrap();
+
+    let out = run(root, &["revert"], None, &[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains(
+            "18 restored, 0 already at their original value, 1 gone with their IRQ or device, \
+             1 could not be restored\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "1 entries kept in {} for the next revert\n",
+            journal.display()
+        )),
+        "{text}"
+    );
+    let line = |irq: u32| {
+        text.lines()
+            .find(|l| l.contains(&format!("irq {irq} -> cpus 0-1")))
+            .unwrap_or_else(|| panic!("no line for IRQ {irq}: {text}"))
+            .to_string()
+    };
+    assert!(line(31).starts_with("vanished "), "{text}");
+    let kept = line(30);
+    assert!(
+        !kept.starts_with("written ") && kept.contains(broken.to_str().unwrap()),
+        "{kept}"
+    );
+    assert!(line(24).starts_with("written "), "{text}");
+    assert!(!text.contains("journal archived"), "{text}");
+    // Only the kept entry is left in the journal.
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&journal).unwrap()).unwrap();
+    let entries = j["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{j}");
+    assert_eq!(entries[0]["knob"]["irq"], 30, "{j}");
+
+    // Still refused: kept again, exit 3 again (JSON this time).
+    let out = run(root, &["--format", "json", "revert"], None, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    let v = json(&out);
+    assert_eq!(
+        (
+            v["restored"].as_u64(),
+            v["gone"].as_u64(),
+            v["kept"].as_u64()
+        ),
+        (Some(0), Some(0), Some(1)),
+        "{v}"
+    );
+    assert_eq!(common::result_of(&v, 30).as_deref(), Some("other"), "{v}");
+    assert!(v.get("archived").is_none(), "{v}");
+
+    // Writable again: the next revert restores it and archives the emptied journal.
+    mend_affinity(&broken);
+    let out = run(root, &["revert"], None, &[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains(
+            "1 restored, 0 already at their original value, 0 gone with their IRQ or device, \
+             0 could not be restored\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "journal archived as {}.reverted\n",
+            journal.display()
+        )),
+        "{text}"
+    );
+    assert!(!journal.exists());
+    let mut expected = before;
+    expected.retain(|p, _| !p.starts_with(root.join("proc/irq/31")));
+    assert_eq!(irq_files(root), expected, "not restored byte for byte");
+}
+
 #[test]
 fn refusals_are_reported_the_rest_applied_and_exit_is_partial() {
     let d = large_server();
