@@ -19,7 +19,7 @@ use crate::snapshot::RowLabel;
 use std::collections::{BTreeMap, HashMap};
 
 mod devices;
-use devices::nvme_inputs;
+use devices::{nvme_inputs, rate_at};
 
 /// The water level `f` with `sum(min(r, f)) == budget` over `rates` (all non-negative). Returns
 /// `None` when the sum is already within the budget.
@@ -367,6 +367,35 @@ impl GlobalModerator {
                 && self
                     .rate_let_go(knobs, &srcs, fixed_use)
                     .is_some_and(|r| r < relax_below);
+        // A timer-bound drive whose step down fits the room under the aim gets it before a
+        // NIC's relax steps do (see `NvmeGrid::step_waiting`); where it fits only with what
+        // the NIC's queues delayed less than the drives' timer make beyond what they would
+        // make at it, those queues go back to the timer's delay: their packets then wait as
+        // long as the drives' reads do, and the drive's step buys a completion an interrupt.
+        let timer_delay = NVME_TIMER_US.min(ceiling);
+        let nic_spare: f64 = srcs
+            .iter()
+            .filter(|s| matches!(knobs.get(&s.irq), Some(Knob::NicQueue { .. })))
+            .map(|s| {
+                let cur = self.delay.get(&s.irq).copied().unwrap_or(0.0);
+                if s.allowance.is_none() && cur < timer_delay {
+                    (s.rate - rate_at(s.rate, cur, timer_delay)).max(0.0)
+                } else {
+                    0.0
+                }
+            })
+            .sum();
+        let (nvme_first, nic_make_room) = if over {
+            (false, false)
+        } else {
+            let inputs: Vec<CtrlInput> = nvme_in.values().cloned().collect();
+            let room = aim - device_total;
+            let fits = self.nvme.step_waiting(&inputs, room);
+            (
+                fits,
+                !fits && nic_spare > 0.0 && self.nvme.step_waiting(&inputs, room + nic_spare),
+            )
+        };
         // Whether every NIC queue held back is at its ceiling already.
         let mut nic_at_limit = true;
         let mut nic_capped = false;
@@ -411,6 +440,7 @@ impl GlobalModerator {
                     Some(a) if a > 0.0 && a < s.rate => towards(a).max(cur).max(min).min(ceiling),
                     Some(a) if a <= 0.0 => ceiling,
                     _ if let_go => 0.0,
+                    _ if nic_make_room && cur < timer_delay => timer_delay,
                     _ if reaim && cur > 0.0 && device_total > 0.0 && device_total < aim => {
                         // The target rose: let every held queue up in proportion at once.
                         towards(s.rate * aim / device_total)
@@ -420,7 +450,7 @@ impl GlobalModerator {
                     // Under the band: a relax step, but never past the delay the rate
                     // model gives for the aim (a whole step there overshoots the band
                     // and the loop cycles across it).
-                    _ if relax => (cur * (1.0 - self.cfg.relax))
+                    _ if relax && !nvme_first => (cur * (1.0 - self.cfg.relax))
                         .max(if device_total > 0.0 {
                             towards(s.rate * aim / device_total).min(cur)
                         } else {

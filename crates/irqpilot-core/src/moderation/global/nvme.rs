@@ -113,6 +113,11 @@ const TIMER_CUT_FILL: f64 = 0.9;
 /// share: more than a period's noise (a host freed of interrupts gains far more at first; a
 /// closed loop gains nothing).
 const PAST_GAIN: f64 = 0.03;
+/// The most a timer-bound controller's completions are taken to rise by when its threshold
+/// goes to 1 (no read waits for the timer any more); also the estimate where its wait is
+/// unknown. Reads of 10 us waiting a 100 us timer rise 11x; a bound that says "up to 10x"
+/// only makes the estimate err on the side of the aim.
+const MAX_FREED: f64 = 10.0;
 
 /// One controller's measurements this period.
 #[derive(Clone, Debug)]
@@ -126,6 +131,9 @@ pub(crate) struct CtrlInput {
     pub completions: Option<f64>,
     /// Mean reads in flight per active vector.
     pub in_flight_per_vector: Option<f64>,
+    /// Mean time a read is in flight, us (its reads in flight over its completions: Little's
+    /// law over `/proc/diskstats`, the interrupt's delay included).
+    pub wait_us: Option<f64>,
 }
 
 /// A step past the reads-in-flight bound being judged.
@@ -194,6 +202,43 @@ impl Ctrl {
     /// points past it proven to buy completions, and at least the one its interrupts filled.
     fn bound(&self, tmax: u16) -> u16 {
         (tmax + self.extra).max(self.filled).min(MAX_THRESHOLD)
+    }
+    /// Whether its interrupts are measured to carry under [`TIMER_CUT_FILL`] of its threshold:
+    /// the timer fires first, and its reads wait for it.
+    fn timer_bound(&self) -> bool {
+        self.t >= 2 && self.fill < TIMER_CUT_FILL
+    }
+
+    /// The interrupts/s controller `c` would make at threshold `to`, below its threshold now,
+    /// with its aggregation time `units` (100 us each).
+    ///
+    /// A threshold-bound controller makes its completions over `to` (the rate scales by
+    /// `t / to`). A timer-bound one is a closed loop whose reads wait for the timer (a read
+    /// completes, the host submits the next): its completions are not a given. Above what an
+    /// interrupt carries, the timer still fires first and the rate stays; at 1 nothing waits
+    /// any more, and the completions rise by the timer's share of a read's wait (held-out
+    /// gen-47-47: 20 drives at iodepth 1 with 119 us of wait at threshold 2, 16 us without;
+    /// a raised target planned each of them at twice its rate, all at once, and the rate went
+    /// from 0.86 M/s to 2.38 M/s, far past a 1.24 M/s knee). The estimate takes the whole
+    /// timer off the wait: the most it can rise, so the step is taken only where even that
+    /// fits.
+    fn rate_below(&self, c: &CtrlInput, to: u16, units: u8) -> f64 {
+        let t = f64::from(self.t.max(1));
+        let to_f = f64::from(to.max(1));
+        if !self.timer_bound() {
+            return c.rate * t / to_f;
+        }
+        let w = c.completions.unwrap_or(c.rate);
+        if to >= 2 {
+            let carried = (self.fill * t).max(1.0);
+            return c.rate.max(w / to_f.min(carried));
+        }
+        let timer = NVME_TIMER_US * f64::from(units.max(1));
+        let freed = match c.wait_us {
+            Some(wait) if wait > 0.0 => (wait / (wait - timer).max(wait / MAX_FREED)).max(1.0),
+            _ => MAX_FREED,
+        };
+        (w * freed).max(c.rate * t)
     }
 }
 
@@ -377,6 +422,22 @@ impl NvmeGrid {
     /// measured where its threshold cannot bind (on the longer time), 1 elsewhere.
     pub(crate) fn fill(&self, name: &str) -> f64 {
         self.ctrls.get(name).map_or(1.0, Ctrl::planned_fill)
+    }
+
+    /// Whether some timer-bound controller under its allowance would step one grid point down
+    /// now or after its dwell, the most it could then make fitting `room` (interrupts/s under
+    /// the aim): room a NIC beside would otherwise take, a relax step at a time, for shorter
+    /// delays that buy it nothing a timer-bound drive would not buy more of (a completion an
+    /// interrupt, its reads no longer waiting the timer).
+    pub(crate) fn step_waiting(&self, inputs: &[CtrlInput], room: f64) -> bool {
+        inputs.iter().filter(|c| c.allowance.is_none()).any(|c| {
+            self.ctrls.get(&c.name).is_some_and(|s| {
+                s.timer_bound()
+                    && s.past.is_none()
+                    && s.t > s.floor.max(1)
+                    && s.rate_below(c, s.t - 1, self.time_units(&c.name)) - c.rate <= room
+            })
+        })
     }
 
     /// The threshold wanted for `name`.
@@ -708,9 +769,23 @@ impl NvmeGrid {
                     allowance: c.rate * aim / total,
                     fill: s.planned_fill(),
                 };
-                p.t = (p.need() as u16).max(s.floor).max(1).min(s.t);
+                if s.timer_bound() {
+                    // Its rate at a lower threshold is not its share's arithmetic (see
+                    // [`Ctrl::rate_below`]): down only as far as the most it could make there
+                    // fits its share, and no further in the rounding.
+                    let units = self.time_units(&c.name);
+                    let mut t = s.t;
+                    while t > s.floor.max(1) && s.rate_below(c, t - 1, units) <= p.allowance {
+                        t -= 1;
+                    }
+                    p.t = t;
+                    p.fill = if t == s.t { s.fill } else { 1.0 };
+                    lowest.push(t);
+                } else {
+                    p.t = (p.need() as u16).max(s.floor).max(1).min(s.t);
+                    lowest.push(s.floor.max(1));
+                }
                 plan.push(p);
-                lowest.push(s.floor.max(1));
             }
             let budget: f64 = plan.iter().map(|p| p.allowance).sum();
             land_between(&mut plan, &lowest, budget);
@@ -727,6 +802,7 @@ impl NvmeGrid {
         let mut total = total;
         for c in inputs.iter().filter(|c| c.allowance.is_none()) {
             let tmax = self.bound(c);
+            let units = self.time_units(&c.name);
             let s = self.ctrls.entry(c.name.clone()).or_default();
             if s.t > tmax && s.past.is_none() {
                 // Fewer reads in flight than the threshold: lower it at once (latency).
@@ -747,8 +823,7 @@ impl NvmeGrid {
             if !relax || s.t <= s.floor.max(1) || period - s.last_change < DWELL {
                 continue;
             }
-            let t = s.t as f64;
-            let r = c.rate * t / (t - 1.0);
+            let r = s.rate_below(c, s.t - 1, units);
             if total - c.rate + r <= aim {
                 total += r - c.rate;
                 s.t -= 1;

@@ -39,6 +39,7 @@ pub(super) fn nvme_inputs(
                     allowance: None,
                     completions: None,
                     in_flight_per_vector: None,
+                    wait_us: None,
                 });
             e.rate += s.rate;
             if let Some(a) = s.allowance {
@@ -61,6 +62,8 @@ pub(super) fn nvme_inputs(
             }
         }
     }
+    // Reads in flight of each controller's namespaces together, for the mean wait.
+    let mut in_flight: BTreeMap<String, f64> = BTreeMap::new();
     for d in &rates.disks {
         let Some(c) = d.nvme_controller.as_ref().and_then(|c| nvme_in.get_mut(c)) else {
             continue;
@@ -68,13 +71,25 @@ pub(super) fn nvme_inputs(
         c.completions = Some(c.completions.unwrap_or(0.0) + d.ios_per_sec);
         let active = nvme_active.get(&c.name).copied().unwrap_or(1).max(1) as f64;
         c.in_flight_per_vector = Some(c.in_flight_per_vector.unwrap_or(0.0) + d.in_flight / active);
+        *in_flight.entry(c.name.clone()).or_default() += d.in_flight;
+    }
+    // Little's law: the mean time a read is in flight is the reads in flight over the
+    // completions per second (the interrupt's delay included: a read is accounted done in
+    // its completion's handler).
+    for (name, q) in in_flight {
+        if let Some(c) = nvme_in.get_mut(&name) {
+            c.wait_us = c
+                .completions
+                .filter(|&w| w > 0.0 && q > 0.0)
+                .map(|w| q / w * 1e6);
+        }
     }
     nvme_in
 }
 
 /// A queue making `r` interrupts/s at delay `cur` (us) makes about this at delay `d` (the rate
 /// model `1 / (1/r0 + d)`, its natural gap inferred from the current one).
-fn rate_at(r: f64, cur: f64, d: f64) -> f64 {
+pub(super) fn rate_at(r: f64, cur: f64, d: f64) -> f64 {
     if r <= 0.0 {
         return 0.0;
     }

@@ -7,6 +7,7 @@ fn ctrl(name: &str, rate: f64, allowance: Option<f64>, work: f64, q: f64) -> Ctr
         allowance,
         completions: Some(work),
         in_flight_per_vector: Some(q),
+        wait_us: None,
     }
 }
 
@@ -596,4 +597,135 @@ fn a_threshold_the_timer_cuts_still_follows_the_reads_in_flight() {
     assert_eq!(g.threshold("nvme0"), 20);
     let ts = run_held(&mut g, 40, |t| (8.0, t.min(8.0)));
     assert!(ts[20..].iter().all(|&t| t <= 6), "{ts:?}");
+}
+
+/// Twenty controllers of one vector each at one read in flight (iodepth 1), held at threshold
+/// 2 by a proven step past their bound: every read waits the 100 us timer (119 us in flight,
+/// 42 k completions/s each); at threshold 1 a read takes 19 us (240 k/s). Beside them a NIC
+/// makes 50 k interrupts/s. Returns the most the devices made in any period and how many
+/// controllers ended at threshold 1.
+fn timer_bound_drives_under_a_raised_target(target: f64) -> (f64, usize) {
+    let names: Vec<String> = (0..20).map(|i| format!("nvme{i:02}")).collect();
+    let mut g = NvmeGrid::default();
+    for n in &names {
+        g.ctrls.insert(
+            n.clone(),
+            Ctrl {
+                t: 2,
+                extra: 1,
+                extra_t: 2,
+                extra_work: 4.2e4,
+                fill: 0.5,
+                ..Ctrl::default()
+            },
+        );
+    }
+    let aim = 0.95 * target;
+    let nic = 5e4;
+    let at = |t: u16| {
+        if t == 1 {
+            (2.4e5, 19.0)
+        } else {
+            (4.2e4, 119.0)
+        }
+    };
+    let mut most: f64 = 0.0;
+    for p in 0..60 {
+        let ts: Vec<u16> = names.iter().map(|n| g.threshold(n)).collect();
+        let rate = nic + ts.iter().map(|&t| at(t).0).sum::<f64>();
+        most = most.max(rate);
+        let over = rate > target;
+        let inputs: Vec<CtrlInput> = names
+            .iter()
+            .zip(&ts)
+            .map(|(n, &t)| {
+                // An interrupt carries one completion whatever the threshold.
+                let (w, wait) = at(t);
+                CtrlInput {
+                    wait_us: Some(wait),
+                    ..ctrl(n, w, over.then_some((aim - nic) / 20.0), w, 1.0)
+                }
+            })
+            .collect();
+        g.update(&inputs, rate, aim, rate < 0.9 * target, p == 0);
+    }
+    let freed = names.iter().filter(|n| g.threshold(n) == 1).count();
+    (most, freed)
+}
+
+#[test]
+fn timer_bound_drives_step_down_one_that_fits_at_a_time() {
+    // A raised target of 1.25 M/s (aim 1.19 M/s) over 0.89 M/s: each drive's share of the
+    // new aim is 1.34x its rate, and as a threshold-bound controller each would take it at
+    // threshold 1 (twice its rate, it was planned); all twenty went at once, 4.8 M/s. The
+    // most a freed drive can make (its completions with the timer's 100 us off their 119 us)
+    // is 263 k/s: one fits the room, a second does not.
+    let (most, freed) = timer_bound_drives_under_a_raised_target(1.25e6);
+    assert_eq!(freed, 1);
+    assert!(most <= 1.25e6, "{most:.0}/s");
+    // No room for even one: none steps, and the rate never passes the target.
+    let (most, freed) = timer_bound_drives_under_a_raised_target(1.0e6);
+    assert_eq!(freed, 0);
+    assert!(most <= 1.0e6, "{most:.0}/s");
+}
+
+#[test]
+fn a_timer_bound_step_is_predicted_from_the_wait_it_frees() {
+    let s = Ctrl {
+        t: 2,
+        fill: 0.5,
+        ..Ctrl::default()
+    };
+    let c = |wait| CtrlInput {
+        wait_us: wait,
+        ..ctrl("nvme0", 4.2e4, None, 4.2e4, 1.0)
+    };
+    // 119 us in flight, 100 of them the timer's: 119 / 19 times the completions.
+    let r = s.rate_below(&c(Some(119.0)), 1, 1);
+    assert!((r - 4.2e4 * 119.0 / 19.0).abs() < 1.0, "{r}");
+    // A wait no longer than the timer (or unknown): the most it is taken to rise by.
+    assert_eq!(s.rate_below(&c(Some(90.0)), 1, 1), 4.2e4 * MAX_FREED);
+    assert_eq!(s.rate_below(&c(None), 1, 1), 4.2e4 * MAX_FREED);
+    // A threshold-bound controller: completions over the lower threshold.
+    let bound = Ctrl {
+        t: 4,
+        fill: 1.0,
+        ..Ctrl::default()
+    };
+    assert_eq!(bound.rate_below(&c(Some(119.0)), 2, 1), 4.2e4 * 2.0);
+    // Still above what an interrupt carries: the timer fires first, the rate stays.
+    let cut = Ctrl {
+        t: 4,
+        fill: 0.5,
+        ..Ctrl::default()
+    };
+    assert_eq!(cut.rate_below(&c(Some(119.0)), 3, 1), 4.2e4);
+}
+
+#[test]
+fn a_step_waiting_for_room_is_seen_only_where_it_fits() {
+    let mut g = NvmeGrid::default();
+    g.ctrls.insert(
+        "nvme0".into(),
+        Ctrl {
+            t: 2,
+            fill: 0.5,
+            ..Ctrl::default()
+        },
+    );
+    let c = CtrlInput {
+        wait_us: Some(119.0),
+        ..ctrl("nvme0", 4.2e4, None, 4.2e4, 1.0)
+    };
+    // The step adds 263 k - 42 k = 221 k/s.
+    assert!(!g.step_waiting(std::slice::from_ref(&c), 2.0e5));
+    assert!(g.step_waiting(std::slice::from_ref(&c), 2.3e5));
+    // Over its allowance it steps nowhere; a learned floor at 2 holds it too.
+    let capped = CtrlInput {
+        allowance: Some(3e4),
+        ..c.clone()
+    };
+    assert!(!g.step_waiting(&[capped], 1e6));
+    g.ctrls.get_mut("nvme0").unwrap().floor = 2;
+    assert!(!g.step_waiting(&[c], 1e6));
 }
