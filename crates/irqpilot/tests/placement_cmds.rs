@@ -246,6 +246,20 @@ fn mend_affinity(f: &Path) {
     std::fs::write(f, "0\n").unwrap();
 }
 
+/// Runs `revert` on `root`: its exit code must be `code` and its summary line count
+/// `(restored, gone, kept)` (none already at their original value). Returns its output.
+fn revert_says(root: &Path, code: Option<i32>, (restored, gone, kept): (u32, u32, u32)) -> String {
+    let out = run(root, &["revert"], None, &[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), code, "{text}");
+    let summary = format!(
+        "{restored} restored, 0 already at their original value, {gone} gone with their IRQ or \
+         device, {kept} could not be restored\n"
+    );
+    assert!(text.contains(&summary), "{text}");
+    text
+}
+
 #[test]
 fn revert_keeps_what_it_cannot_restore_exits_3_and_restores_it_later() {
     let d = firecracker();
@@ -257,16 +271,7 @@ fn revert_keeps_what_it_cannot_restore_exits_3_and_restores_it_later() {
     let broken = break_affinity(root, 30);
     std::fs::remove_dir_all(root.join("proc/irq/31")).unwrap();
 
-    let out = run(root, &["revert"], None, &[]);
-    let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(3), "{text}");
-    assert!(
-        text.contains(
-            "18 restored, 0 already at their original value, 1 gone with their IRQ or device, \
-             1 could not be restored\n"
-        ),
-        "{text}"
-    );
+    let text = revert_says(root, Some(3), (18, 1, 1));
     assert!(
         text.contains(&format!(
             "1 entries kept in {} for the next revert\n",
@@ -313,16 +318,7 @@ fn revert_keeps_what_it_cannot_restore_exits_3_and_restores_it_later() {
 
     // Writable again: the next revert restores it and archives the emptied journal.
     mend_affinity(&broken);
-    let out = run(root, &["revert"], None, &[]);
-    let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(
-        text.contains(
-            "1 restored, 0 already at their original value, 0 gone with their IRQ or device, \
-             0 could not be restored\n"
-        ),
-        "{text}"
-    );
+    let text = revert_says(root, Some(0), (1, 0, 0));
     assert!(
         text.contains(&format!(
             "journal archived as {}.reverted\n",
