@@ -373,28 +373,23 @@ impl GlobalModerator {
         // make at it, those queues go back to the timer's delay: their packets then wait as
         // long as the drives' reads do, and the drive's step buys a completion an interrupt.
         let timer_delay = NVME_TIMER_US.min(ceiling);
-        let nic_spare: f64 = srcs
-            .iter()
-            .filter(|s| matches!(knobs.get(&s.irq), Some(Knob::NicQueue { .. })))
-            .map(|s| {
-                let cur = self.delay.get(&s.irq).copied().unwrap_or(0.0);
-                if s.allowance.is_none() && cur < timer_delay {
-                    (s.rate - rate_at(s.rate, cur, timer_delay)).max(0.0)
-                } else {
-                    0.0
-                }
-            })
-            .sum();
-        let (nvme_first, nic_make_room) = if over {
-            (false, false)
-        } else {
-            let inputs: Vec<CtrlInput> = nvme_in.values().cloned().collect();
-            let room = aim - device_total;
-            let fits = self.nvme.step_waiting(&inputs, room);
-            (
-                fits,
-                !fits && nic_spare > 0.0 && self.nvme.step_waiting(&inputs, room + nic_spare),
-            )
+        let inputs: Vec<CtrlInput> = nvme_in.into_values().collect();
+        let room = aim - device_total;
+        let nvme_first = !over && self.nvme.step_waiting(&inputs, room);
+        let nic_make_room = !over && !nvme_first && {
+            let nic_spare: f64 = srcs
+                .iter()
+                .filter(|s| matches!(knobs.get(&s.irq), Some(Knob::NicQueue { .. })))
+                .map(|s| {
+                    let cur = self.delay.get(&s.irq).copied().unwrap_or(0.0);
+                    if s.allowance.is_none() && cur < timer_delay {
+                        (s.rate - rate_at(s.rate, cur, timer_delay)).max(0.0)
+                    } else {
+                        0.0
+                    }
+                })
+                .sum();
+            nic_spare > 0.0 && self.nvme.step_waiting(&inputs, room + nic_spare)
         };
         // Whether every NIC queue held back is at its ceiling already.
         let mut nic_at_limit = true;
@@ -488,7 +483,6 @@ impl GlobalModerator {
                 }
             }
         }
-        let inputs: Vec<CtrlInput> = nvme_in.into_values().collect();
         let raised = reaim && target > self.cfg.min_intr_rate && device_total < aim;
         // What the moderated interfaces moved (bytes/s): work for the knee search, and the
         // work beside the drives that a threshold past the reads in flight may buy.
