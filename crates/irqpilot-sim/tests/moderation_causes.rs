@@ -311,6 +311,62 @@ fn drives_held_by_their_timer_get_the_room_beside_a_nic() {
     );
 }
 
+/// A medium bulk load past a low knee (40G on 48 queues of 2000 B at 55%, knee 0.38 M/s),
+/// which runs two ways: held back, its delays clear the platform's backlog and it has all its
+/// bytes at about 0.57 M/s; let go, DMA slows, every queue always has a packet waiting and the
+/// rate runs to 0.9 M/s and more. Its queues are let go as soon as they sit under the band of
+/// a target above that, and the collapse comes back. The knee search reads the rate running
+/// away with less work as the knee: the target goes back to where the work was good.
+const MEDIUM_PAST_A_LOW_KNEE: &str = r#"
+name = "medium-past-a-low-knee"
+duration_ms = 1000
+warmup_ms = 300
+[machine]
+numa_nodes = 1
+packages = 1
+cores_per_package = 32
+[platform]
+kind = "limited"
+limited_knee_per_sec = 380000
+[[nic]]
+name = "eth0"
+link_gbps = 40
+queues = 48
+mtu_bytes = 2000
+moderation = "static"
+[[workload]]
+kind = "bulk"
+nic = "eth0"
+load = 0.55
+flows = 192
+window_kb = 48
+chunk_kb = 16
+wire_rtt_us = 10
+jitter_us = 5
+probe_per_sec = 2000
+"#;
+
+/// Before: the search parked at 0.82 M/s in the collapse, 0.87 of static's bytes and packets
+/// queued for 2.9 ms at the median (held-out gen-52-3 is the same class: 0.83 of healthy).
+#[test]
+fn a_collapse_the_fast_loop_lets_in_is_not_where_the_search_parks() {
+    let stat = run(toml_with(
+        MEDIUM_PAST_A_LOW_KNEE,
+        &[("moderation", "static")],
+    ));
+    let r = run(toml_with(
+        MEDIUM_PAST_A_LOW_KNEE,
+        &[("moderation", "irqpilot")],
+    ));
+    let (g, static_g) = (r.throughput_gbps.unwrap(), stat.throughput_gbps.unwrap());
+    assert!(g >= 0.98 * static_g, "{g} Gb/s against static's {static_g}");
+    let p50 = r.latency_us.unwrap().p50;
+    assert!(
+        p50 <= 200.0,
+        "median {p50} us: the load queues in a collapse"
+    );
+}
+
 /// A healthy box with a 25 G NIC at half load and two NVMe drives: every unit of each workload
 /// is served alike, so fairness must read near 1 under any policy.
 const MIXED: &str = r#"

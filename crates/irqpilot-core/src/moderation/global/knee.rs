@@ -400,6 +400,8 @@ pub(crate) struct KneeFinder {
     margin_check: Option<MarginCheck>,
     /// The last period's interrupt rate and work, when nothing was held back while parked.
     unheld_last: Option<(f64, f64)>,
+    /// The last period's interrupt rate and work, when the fast loop held something back.
+    held_last: Option<(f64, f64)>,
     /// The natural rate when a new search started (0: none): its first probe goes no further.
     first_probe: f64,
     /// A new search started as the load was seen unheld: that period's work and rate (the
@@ -492,6 +494,7 @@ impl KneeFinder {
             down_futile: None,
             margin_check: None,
             unheld_last: None,
+            held_last: None,
             first_probe: 0.0,
             first_work: None,
             jumped: false,
@@ -684,6 +687,50 @@ impl KneeFinder {
         }
     }
 
+    /// The fast loop let go of held sources (a relax step, a let-go whose rate model read
+    /// the load's own rate from a held one) and the rate ran away while the work collapsed:
+    /// more interrupts and less work in one period is no load leaving (that takes both
+    /// down) but a platform pushed past its knee, where fewer packets share an interrupt
+    /// and the rate feeds on itself. Held-out gen-52-3: 46 queues held at 0.55 M/s under a
+    /// 1 M/s target past a 0.52 M/s knee were let go, ran to 1.3 M/s with 42% less work,
+    /// were held again, and the cycle came back at every target until a search parked in
+    /// the collapse (0.83 of the healthy platform). As for an unheld load's runaway (in
+    /// [`KneeFinder::observe`]'s parked phase): the target goes back to just above the rate
+    /// the work was good at, under the collapse's rate by the margin, and the search parks.
+    /// Not during a step up: its own checks judge it. Returns whether it acted.
+    fn fast_loop_ran_away(&mut self, obs: &Observation, work: f64) -> bool {
+        let last = self.held_last.take();
+        if !obs.unheld {
+            self.held_last = Some((obs.rate, work));
+        }
+        let probing_up = matches!(
+            &self.phase,
+            Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. }
+                if p.dir == Dir::Up
+        );
+        let Some((r0, w0)) = last.filter(|&(r0, w0)| {
+            !probing_up && work > 0.0 && obs.rate > RUNAWAY * r0 && work < (1.0 - LOAD_CHANGE) * w0
+        }) else {
+            return false;
+        };
+        self.too_high = self.too_high.min(obs.rate);
+        self.target = (r0 * (1.0 + LET_GO_CLEAR))
+            .min(self.too_high * MARGIN)
+            .min(self.target)
+            .max(self.floor);
+        self.proven = self.proven.min(self.target);
+        self.last = Some(format!(
+            "knee search: the fast loop let the rate run from {r0:.0} to {:.0}/s and the work fell {:.0}%: target {:.0}/s",
+            obs.rate,
+            100.0 * (1.0 - work / w0),
+            self.target
+        ));
+        self.held_last = None;
+        // Parked on the work the rate was good at: the recovery back to it is no new load.
+        self.park(w0);
+        true
+    }
+
     /// A heavy load under a target that holds nothing back: the target was never tried
     /// against it, and past a knee under the target its own rate falls with its work (fewer
     /// completions, fewer interrupts), so that it may stay under the target in a collapse
@@ -816,6 +863,9 @@ impl KneeFinder {
         // row: a rate hovering at the target is still the target's doing.
         self.loose = if obs.binding { 0 } else { self.loose + 1 };
         let lost = self.loose >= 3;
+        if self.fast_loop_ran_away(obs, work) {
+            return;
+        }
         let phase = std::mem::replace(&mut self.phase, Phase::Parked);
         // A lull of the load itself during a step up that let go of it: its interrupts fell
         // with its work. Not while the target binds: there the fast loop's own corrections

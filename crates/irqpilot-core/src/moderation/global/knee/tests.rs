@@ -909,3 +909,55 @@ fn a_lull_of_the_load_itself_is_not_a_knee() {
         );
     }
 }
+
+#[test]
+fn a_collapse_the_fast_loop_lets_in_lowers_the_target_to_where_the_work_was_good() {
+    // A medium load past a low knee, with two ways to run (held-out gen-52-3: 46 queues of
+    // 1618 B, a 0.52 M/s knee). Held back, its queues' delays clear the platform's backlog
+    // and it makes its own 0.55 M/s at full work; let go above 0.6 M/s, DMA slows, every
+    // queue always has a packet waiting and the rate runs to 1.3 M/s at 58% of the work,
+    // until the fast loop holds it again. A target above 0.6 M/s sees the held load under
+    // its band for a few periods, lets it go, and the cycle comes back: the search parked
+    // in it at 1.37 M/s.
+    let (own, cliff, collapsed): (f64, f64, f64) = (550_000.0, 600_000.0, 1_300_000.0);
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    // Periods since the platform collapsed (`None`: running well), and since it recovered.
+    let (mut since_collapse, mut since_recovery) = (Some(0u32), 0u32);
+    let (mut good, mut periods) = (0u32, 0u32);
+    for i in 0..600u32 {
+        let target = k.target();
+        let rate = match since_collapse {
+            // Let go: the rate runs away.
+            Some(0) => collapsed,
+            // Held at the middle of the band; a period of that clears the backlog.
+            Some(_) => (0.95 * target).min(collapsed),
+            None => own.min(0.95 * target),
+        };
+        since_collapse = match since_collapse {
+            Some(c) if c < 1 => Some(c + 1),
+            Some(_) => {
+                since_recovery = 0;
+                None
+            }
+            None => {
+                since_recovery += 1;
+                // Under the band for a few periods: the loop lets the held queues go.
+                (own < 0.9 * target && 0.95 * target > cliff && since_recovery >= 6).then_some(0)
+            }
+        };
+        let work = if rate > cliff { 0.58e10 } else { 1e10 };
+        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+        k.observe(&period(work * noise, rate, collapsed, true));
+        // After the first cycle (on main the runaway rule took it down 10% a cycle, 45
+        // collapsed periods of these).
+        if i >= 40 {
+            periods += 1;
+            good += u32::from(work >= 1e10);
+        }
+    }
+    assert!(
+        good + 5 >= periods,
+        "{good} of the last {periods} periods at full work (target {:.0}/s)",
+        k.target()
+    );
+}
