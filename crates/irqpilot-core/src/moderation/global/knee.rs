@@ -297,6 +297,12 @@ enum Verdict {
 
 /// The weighted relative change of work from `base` to `probe`, with its significance and its
 /// standard error.
+/// Whether a period's (rate, work) ran away from the last one's: more interrupts and less work
+/// (a load leaving takes both down), each past its threshold.
+fn ran_away((r0, w0): (f64, f64), (rate, work): (f64, f64)) -> bool {
+    work > 0.0 && rate > RUNAWAY * r0 && work < (1.0 - LOAD_CHANGE) * w0
+}
+
 fn compare(base: &Summary, probe: &Summary) -> (Verdict, f64, f64) {
     let (mut score, mut var, mut wsum) = (0.0, 0.0, 0.0);
     for (d, &(m0, v0, n0, w0)) in &base.devices {
@@ -687,6 +693,17 @@ impl KneeFinder {
         }
     }
 
+    /// After a runaway from `r0` to `rate` interrupts/s: `rate` is too high, and the target
+    /// goes back to just above `r0` (where the work was good), under `rate` by the margin.
+    fn back_under_runaway(&mut self, r0: f64, rate: f64) {
+        self.too_high = self.too_high.min(rate);
+        self.target = (r0 * (1.0 + LET_GO_CLEAR))
+            .min(self.too_high * MARGIN)
+            .min(self.target)
+            .max(self.floor);
+        self.proven = self.proven.min(self.target);
+    }
+
     /// The fast loop let go of held sources (a relax step, a let-go whose rate model read
     /// the load's own rate from a held one) and the rate ran away while the work collapsed:
     /// more interrupts and less work in one period is no load leaving (that takes both
@@ -708,17 +725,12 @@ impl KneeFinder {
             Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. }
                 if p.dir == Dir::Up
         );
-        let Some((r0, w0)) = last.filter(|&(r0, w0)| {
-            !probing_up && work > 0.0 && obs.rate > RUNAWAY * r0 && work < (1.0 - LOAD_CHANGE) * w0
-        }) else {
+        let Some((r0, w0)) =
+            last.filter(|&(r0, w0)| !probing_up && ran_away((r0, w0), (obs.rate, work)))
+        else {
             return false;
         };
-        self.too_high = self.too_high.min(obs.rate);
-        self.target = (r0 * (1.0 + LET_GO_CLEAR))
-            .min(self.too_high * MARGIN)
-            .min(self.target)
-            .max(self.floor);
-        self.proven = self.proven.min(self.target);
+        self.back_under_runaway(r0, obs.rate);
         self.last = Some(format!(
             "knee search: the fast loop let the rate run from {r0:.0} to {:.0}/s and the work fell {:.0}%: target {:.0}/s",
             obs.rate,
@@ -987,15 +999,10 @@ impl KneeFinder {
                 // collapse stands. The target goes back to just above the rate the work was
                 // good at, and under the collapse's rate by the margin.
                 if obs.unheld && !obs.binding && work > 0.0 {
-                    if let Some((r0, w0)) = unheld_last.filter(|&(r0, w0)| {
-                        obs.rate > RUNAWAY * r0 && work < (1.0 - LOAD_CHANGE) * w0
-                    }) {
-                        self.too_high = self.too_high.min(obs.rate);
-                        self.target = (r0 * (1.0 + LET_GO_CLEAR))
-                            .min(self.too_high * MARGIN)
-                            .min(self.target)
-                            .max(self.floor);
-                        self.proven = self.proven.min(self.target);
+                    if let Some((r0, w0)) =
+                        unheld_last.filter(|&last| ran_away(last, (obs.rate, work)))
+                    {
+                        self.back_under_runaway(r0, obs.rate);
                         self.last = Some(format!(
                             "knee search: the load's own rate ran from {r0:.0} to {:.0}/s and its work fell {:.0}%: target {:.0}/s",
                             obs.rate,
