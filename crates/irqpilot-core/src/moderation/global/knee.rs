@@ -89,6 +89,12 @@ const GONE: f64 = 0.8;
 /// `RUNAWAY_WINDOW` is over the knee: the platform's collapses feed on themselves in bursts.
 const RUNAWAY: f64 = 1.15;
 const RUNAWAY_WINDOW: u64 = 50;
+/// Periods in a row a rate must run away from its last calm period (more interrupts and less
+/// work, see [`ran_away`]) before it is read as the platform past its knee: one period of a
+/// bursty load can do both, a collapse stands (held-out gen-62-33: a 10G NIC at 4% load on a
+/// healthy platform ran one period from 383 k/s to 458 k/s with a third less work, and a
+/// target under the first held its queues 31-184 us for the rest of the run).
+const RUNAWAY_PERIODS: u32 = 2;
 /// Periods in a row the fast loop must have held a target before a rate above it counts as a
 /// runaway.
 const HELD: u32 = 10;
@@ -303,6 +309,39 @@ fn ran_away((r0, w0): (f64, f64), (rate, work): (f64, f64)) -> bool {
     work > 0.0 && rate > RUNAWAY * r0 && work < (1.0 - LOAD_CHANGE) * w0
 }
 
+/// The last calm period's (rate, work), and how many periods since have run away from it.
+#[derive(Clone, Debug, Default)]
+struct RunawayWatch {
+    calm: Option<(f64, f64)>,
+    seen: u32,
+}
+
+impl RunawayWatch {
+    /// One period's (rate, work): `checked`, whether it may confirm a runaway; `calm`, whether
+    /// it may stand as the period the next are judged from. Returns the calm period once
+    /// `RUNAWAY_PERIODS` periods in a row ran away from it.
+    fn observe(&mut self, now: (f64, f64), checked: bool, calm: bool) -> Option<(f64, f64)> {
+        match self.calm {
+            Some(c) if checked && ran_away(c, now) => {
+                self.seen += 1;
+                if self.seen >= RUNAWAY_PERIODS {
+                    *self = RunawayWatch::default();
+                    return Some(c);
+                }
+            }
+            _ => {
+                self.seen = 0;
+                self.calm = calm.then_some(now);
+            }
+        }
+        None
+    }
+
+    fn clear(&mut self) {
+        *self = RunawayWatch::default();
+    }
+}
+
 fn compare(base: &Summary, probe: &Summary) -> (Verdict, f64, f64) {
     let (mut score, mut var, mut wsum) = (0.0, 0.0, 0.0);
     for (d, &(m0, v0, n0, w0)) in &base.devices {
@@ -404,10 +443,10 @@ pub(crate) struct KneeFinder {
     /// An undone step up put the target under the margin below the target it started from:
     /// that target and its window, to compare with a baseline at the margin's target.
     margin_check: Option<MarginCheck>,
-    /// The last period's interrupt rate and work, when nothing was held back while parked.
-    unheld_last: Option<(f64, f64)>,
-    /// The last period's interrupt rate and work, when the fast loop held something back.
-    held_last: Option<(f64, f64)>,
+    /// A runaway of a load nothing held back while parked, from its last such period.
+    unheld_runaway: RunawayWatch,
+    /// A runaway the fast loop let in, from its last period that held something back.
+    held_runaway: RunawayWatch,
     /// The natural rate when a new search started (0: none): its first probe goes no further.
     first_probe: f64,
     /// A new search started as the load was seen unheld: that period's work and rate (the
@@ -499,8 +538,8 @@ impl KneeFinder {
             load_seen: None,
             down_futile: None,
             margin_check: None,
-            unheld_last: None,
-            held_last: None,
+            unheld_runaway: RunawayWatch::default(),
+            held_runaway: RunawayWatch::default(),
             first_probe: 0.0,
             first_work: None,
             jumped: false,
@@ -716,17 +755,14 @@ impl KneeFinder {
     /// the work was good at, under the collapse's rate by the margin, and the search parks.
     /// Not during a step up: its own checks judge it. Returns whether it acted.
     fn fast_loop_ran_away(&mut self, obs: &Observation, work: f64) -> bool {
-        let last = self.held_last.take();
-        if !obs.unheld {
-            self.held_last = Some((obs.rate, work));
-        }
         let probing_up = matches!(
             &self.phase,
             Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. }
                 if p.dir == Dir::Up
         );
-        let Some((r0, w0)) =
-            last.filter(|&(r0, w0)| !probing_up && ran_away((r0, w0), (obs.rate, work)))
+        let Some((r0, w0)) = self
+            .held_runaway
+            .observe((obs.rate, work), !probing_up, !obs.unheld)
         else {
             return false;
         };
@@ -737,7 +773,6 @@ impl KneeFinder {
             100.0 * (1.0 - work / w0),
             self.target
         ));
-        self.held_last = None;
         // Parked on the work the rate was good at: the recovery back to it is no new load.
         self.park(w0);
         true
@@ -989,7 +1024,10 @@ impl KneeFinder {
             self.phase = phase;
             return;
         }
-        let unheld_last = self.unheld_last.take();
+        let parked = matches!(phase, Phase::Parked);
+        if !parked {
+            self.unheld_runaway.clear();
+        }
         self.phase = match phase {
             Phase::Parked => {
                 // Nothing held back, and the load's own rate ran away while its work
@@ -1000,7 +1038,7 @@ impl KneeFinder {
                 // good at, and under the collapse's rate by the margin.
                 if obs.unheld && !obs.binding && work > 0.0 {
                     if let Some((r0, w0)) =
-                        unheld_last.filter(|&last| ran_away(last, (obs.rate, work)))
+                        self.unheld_runaway.observe((obs.rate, work), true, true)
                     {
                         self.back_under_runaway(r0, obs.rate);
                         self.last = Some(format!(
@@ -1012,7 +1050,8 @@ impl KneeFinder {
                         self.phase = Phase::Parked;
                         return;
                     }
-                    self.unheld_last = Some((obs.rate, work));
+                } else {
+                    self.unheld_runaway.clear();
                 }
                 if self.ask_unbound(obs, work) {
                     return;
