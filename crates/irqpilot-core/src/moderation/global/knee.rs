@@ -457,6 +457,11 @@ pub(crate) struct KneeFinder {
     /// A jump was kept in this search: the ground between its start and the load's own rate
     /// was skipped, not seen, and the search does not park before one step down has asked it.
     skipped: bool,
+    /// A step down was asked in this search (a load it lets go of has been asked whether
+    /// fewer interrupts buy it completions).
+    probed_down: bool,
+    /// The target this search's first step up started from (0: none yet).
+    climb_from: f64,
     /// The highest target a probe up was kept at (0: none yet): steps grow up to it, and go
     /// past it by `UNPROVEN_STEP` at most.
     proven: f64,
@@ -544,6 +549,8 @@ impl KneeFinder {
             first_work: None,
             jumped: false,
             skipped: false,
+            probed_down: false,
+            climb_from: 0.0,
             proven: 0.0,
             natural: 0.0,
             natural_peak: 0.0,
@@ -620,6 +627,8 @@ impl KneeFinder {
         self.climbed = false;
         self.descended = false;
         self.skipped = false;
+        self.probed_down = false;
+        self.climb_from = 0.0;
     }
 
     /// Moves the target one step in `dir` from where it is; `false` when it cannot move.
@@ -667,6 +676,10 @@ impl KneeFinder {
 
     fn start_probe(&mut self, dir: Dir, base: Summary, work: f64) {
         let from = self.target;
+        self.probed_down |= dir == Dir::Down;
+        if dir == Dir::Up && self.climb_from == 0.0 {
+            self.climb_from = from;
+        }
         // The highest rate of the baseline's window, where it stayed under the target by
         // more than a step in every period: a step down from the target would move nothing.
         self.held_max = if base.max_rate > 0.0 && base.max_rate * (1.0 + self.step) < from {
@@ -1413,11 +1426,35 @@ impl KneeFinder {
                         .min(self.too_high * MARGIN);
                     self.target = self.target.max(clear);
                     self.proven = self.proven.max(self.target);
+                    // A climb that never held the load back by a step (its own rate within
+                    // one of where the climb began) tested no ground below its start: steps
+                    // up that bought nothing say only that the few interrupts held back cost
+                    // no completions, not that fewer would not buy some. A longer climb
+                    // crossed the ground a knee would show in (past one, each step up costs
+                    // work). Held-out gen-62-34: a load that arrived past a 0.52 M/s knee
+                    // climbed from the 1 M/s start to its own 0.97-1.04 M/s and was let go at
+                    // 53% of the healthy platform's work, never asked.
+                    let untested = !self.probed_down
+                        && self.climb_from > 0.0
+                        && own < self.climb_from * (1.0 + FIRST_STEP);
                     if jumped {
                         // The ground between the start and the load's own rate was skipped:
                         // one step down asks whether a knee there does better.
                         self.step = FIRST_STEP;
                         self.start_probe(Dir::Down, probe, work);
+                    } else if untested {
+                        // One step down from the load's own rate (a step from the target
+                        // clearing it would hold back less than a step); bought nothing, the
+                        // target goes back to clearing it, as for an unheld load asked.
+                        let clear = self.target;
+                        self.unbound_from = Some(clear);
+                        self.target = probe.mean_rate.max(self.floor);
+                        self.step = FIRST_STEP;
+                        self.start_probe(Dir::Down, probe, work);
+                        if matches!(self.phase, Phase::Parked) {
+                            // It could not step (the floor): nothing asked.
+                            self.target = clear;
+                        }
                     } else {
                         self.park(work);
                     }

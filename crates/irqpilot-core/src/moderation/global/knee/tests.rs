@@ -989,3 +989,67 @@ fn one_bursty_period_of_an_unheld_load_is_no_collapse() {
     assert_eq!(k.target(), 1_000_000.0, "held {holds} periods");
     assert_eq!(holds, 0);
 }
+
+#[test]
+fn a_load_that_arrives_past_the_knee_and_climbs_to_its_own_rate_is_asked_a_step_down() {
+    // A bulk load arriving past a 0.52 M/s knee (held-out gen-62-34: a 25G NIC on 36 queues
+    // of 3401 B): its first periods run at 1.04 M/s, over the 1 M/s target, then its own rate
+    // settles at 0.97 M/s with half the work (DMA at knee / rate). Held at the target, steps
+    // up bought nothing (the held-back interrupts cost nothing), the search climbed past the
+    // load's own rate and let it go, and no step down was ever asked: 53% of the healthy
+    // platform for the whole run.
+    // Past 0.9 M/s the collapse stands still: the work no longer follows small moves of
+    // the rate (a step from 1 M/s to 1.1 M/s: -0.3%); under it, DMA at knee / rate.
+    let knee = 520_000.0;
+    let work = |r: f64| 1e10 * (knee / r.min(900_000.0)).min(1.0);
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    let (mut rate, mut held) = (1_040_000.0, true);
+    let mut late = Vec::new();
+    for i in 0..600u32 {
+        // Let go, it runs to where its collapse settles.
+        let natural = if i < 5 { 1_040_000.0 } else { 970_000.0 };
+        (rate, held) = banded_rate(rate, k.target(), natural, held);
+        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+        k.observe(&Observation {
+            unheld: !held,
+            ..period(work(rate) * noise, rate, natural, held)
+        });
+        if i >= 500 {
+            late.push(work(rate) / 1e10);
+        }
+    }
+    let least = late.iter().copied().fold(1.0, f64::min);
+    assert!(
+        least >= 0.9,
+        "target {:.0}/s: {:.0}% of the work over the last 100 periods",
+        k.target(),
+        100.0 * least
+    );
+}
+
+#[test]
+fn a_long_climb_to_a_load_let_go_is_not_followed_by_a_step_down() {
+    // A heavy load on a healthy platform whose own rate (3 M/s) is three times the start:
+    // the climb crossed every rate a knee would show in and each step bought nothing lost,
+    // so the load it lets go of is not held back again (a step down there was seen to cost
+    // held-out healthy machines 150-230 ms of settling, and a burst's second arrival its
+    // 300 ms bound).
+    let own = 3_000_000.0;
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    let (mut rate, mut held) = (own, true);
+    let mut holds = Vec::new();
+    for i in 0..400u32 {
+        (rate, held) = banded_rate(rate, k.target(), own, held);
+        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+        k.observe(&Observation {
+            unheld: !held,
+            ..period(1e10 * noise, rate, own, held)
+        });
+        holds.push(held);
+    }
+    let free = holds.iter().position(|&h| !h).expect("never let go");
+    assert!(
+        holds[free..].iter().all(|&h| !h),
+        "held again after the let-go at period {free}"
+    );
+}
