@@ -462,6 +462,9 @@ pub(crate) struct KneeFinder {
     probed_down: bool,
     /// The target this search's first step up started from (0: none yet).
     climb_from: f64,
+    /// A step up kept in this search bought completions (more interrupts bought work: the
+    /// load pays for fewer).
+    climb_gained: bool,
     /// The highest target a probe up was kept at (0: none yet): steps grow up to it, and go
     /// past it by `UNPROVEN_STEP` at most.
     proven: f64,
@@ -551,6 +554,7 @@ impl KneeFinder {
             skipped: false,
             probed_down: false,
             climb_from: 0.0,
+            climb_gained: false,
             proven: 0.0,
             natural: 0.0,
             natural_peak: 0.0,
@@ -629,6 +633,7 @@ impl KneeFinder {
         self.skipped = false;
         self.probed_down = false;
         self.climb_from = 0.0;
+        self.climb_gained = false;
     }
 
     /// Moves the target one step in `dir` from where it is; `false` when it cannot move.
@@ -1409,6 +1414,7 @@ impl KneeFinder {
                     "knee search: target {from:.0} -> {to:.0}/s kept (work {pct:+.1}%)"
                 ));
                 self.climbed = true;
+                self.climb_gained |= score > MIN_EFFECT;
                 self.skipped |= jumped;
                 self.proven = self.proven.max(to);
                 self.step = (self.step * 2.0).min(MAX_STEP);
@@ -1435,6 +1441,7 @@ impl KneeFinder {
                     // climbed from the 1 M/s start to its own 0.97-1.04 M/s and was let go at
                     // 53% of the healthy platform's work, never asked.
                     let untested = !self.probed_down
+                        && !self.climb_gained
                         && self.climb_from > 0.0
                         && own < self.climb_from * (1.0 + FIRST_STEP);
                     if jumped {
