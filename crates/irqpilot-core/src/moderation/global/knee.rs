@@ -1439,7 +1439,9 @@ impl KneeFinder {
                     // crossed the ground a knee would show in (past one, each step up costs
                     // work). Held-out gen-62-34: a load that arrived past a 0.52 M/s knee
                     // climbed from the 1 M/s start to its own 0.97-1.04 M/s and was let go at
-                    // 53% of the healthy platform's work, never asked.
+                    // 53% of the healthy platform's work, never asked. A climb whose steps
+                    // bought completions showed the load pays for fewer interrupts (tune seed
+                    // 57's gen-57-42, at low load: a step down put its p99 at 8.3x `none`).
                     let untested = !self.probed_down
                         && !self.climb_gained
                         && self.climb_from > 0.0
