@@ -312,7 +312,7 @@ fn ran_away((r0, w0): (f64, f64), (rate, work): (f64, f64)) -> bool {
 /// Whether a period moved from the last one's towards a runaway (more interrupts past the
 /// threshold, less work) without getting there: a collapse that began within the period.
 fn on_the_way((r0, w0): (f64, f64), (rate, work): (f64, f64)) -> bool {
-    rate > RUNAWAY * r0 && work < (1.0 - MIN_EFFECT) * w0
+    work > 0.0 && rate > RUNAWAY * r0 && work < (1.0 - MIN_EFFECT) * w0
 }
 
 /// The last calm period's (rate, work), and the periods in a row since that ran away from it
@@ -341,12 +341,12 @@ impl RunawayWatch {
                     self.toward += 1;
                 }
                 if self.seen + self.toward >= RUNAWAY_PERIODS {
-                    if self.seen > 0 {
-                        *self = RunawayWatch::default();
+                    let ran = self.seen > 0;
+                    *self = RunawayWatch::default();
+                    if ran {
                         return Some(c);
                     }
                     // On its way for good and never there: a load that changed.
-                    *self = RunawayWatch::default();
                     self.calm = calm.then_some(now);
                 }
             }
@@ -820,15 +820,19 @@ impl KneeFinder {
             return false;
         };
         self.back_under_runaway(r0, obs.rate);
-        self.last = Some(format!(
-            "knee search: the fast loop let the rate run from {r0:.0} to {:.0}/s and the work fell {:.0}%: target {:.0}/s",
-            obs.rate,
-            100.0 * (1.0 - work / w0),
-            self.target
-        ));
+        self.ran_away_note("the fast loop let the rate run", (r0, w0), obs.rate, work);
         // Parked on the work the rate was good at: the recovery back to it is no new load.
         self.park(w0);
         true
+    }
+
+    /// Notes a runaway from `(r0, w0)` to `rate` and `work` that moved the target.
+    fn ran_away_note(&mut self, what: &str, (r0, w0): (f64, f64), rate: f64, work: f64) {
+        self.last = Some(format!(
+            "knee search: {what} from {r0:.0} to {rate:.0}/s and the work fell {:.0}%: target {:.0}/s",
+            100.0 * (1.0 - work / w0),
+            self.target
+        ));
     }
 
     /// Nothing held back, and the load's own rate ran away while its work collapsed: the
@@ -854,12 +858,7 @@ impl KneeFinder {
             return false;
         };
         self.back_under_tip(r0);
-        self.last = Some(format!(
-            "knee search: the load's own rate ran from {r0:.0} to {:.0}/s and its work fell {:.0}%: target {:.0}/s",
-            obs.rate,
-            100.0 * (1.0 - work / w0),
-            self.target
-        ));
+        self.ran_away_note("the load's own rate ran", (r0, w0), obs.rate, work);
         self.park(w0);
         true
     }

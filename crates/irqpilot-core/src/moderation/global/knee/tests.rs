@@ -594,6 +594,26 @@ fn banded_rate(prev: f64, target: f64, natural: f64, held: bool) -> (f64, bool) 
     (rate, rate < natural)
 }
 
+/// One period of a load whose own rate is `natural` under [`banded_rate`] (nothing held back
+/// while `natural` stays under the target): the finder observes `work(rate)`, with a little
+/// noise, as an unheld period when the loop held nothing back. Returns the rate and whether
+/// the loop held the load back.
+fn banded_period(
+    k: &mut KneeFinder,
+    i: u32,
+    (rate, held): (f64, bool),
+    natural: f64,
+    work: impl Fn(f64) -> f64,
+) -> (f64, bool) {
+    let (rate, held) = banded_rate(rate, k.target(), natural, held);
+    let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+    k.observe(&Observation {
+        unheld: !held,
+        ..period(work(rate) * noise, rate, natural, held)
+    });
+    (rate, held)
+}
+
 /// Runs the search for `periods` over a held load of this own rate under [`banded_rate`],
 /// with a little noise on the work; returns the last period's rate.
 fn run_banded(k: &mut KneeFinder, work: &dyn Fn(f64) -> f64, natural: f64, periods: u32) -> f64 {
@@ -788,12 +808,7 @@ fn an_unheld_load_whose_work_follows_its_interrupts_is_let_go_after_one_period()
     let (mut rate, mut held) = (own, false);
     let mut holds = Vec::new();
     for i in 0..400u32 {
-        (rate, held) = banded_rate(rate, k.target(), own, held);
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        k.observe(&Observation {
-            unheld: !held,
-            ..period(1e10 * (rate / own) * noise, rate, own, held)
-        });
+        (rate, held) = banded_period(&mut k, i, (rate, held), own, |r| 1e10 * (r / own));
         holds.push(held);
     }
     let held = holds.iter().filter(|&&h| h).count();
@@ -830,13 +845,8 @@ fn an_unheld_load_that_fewer_interrupts_do_not_help_is_asked_once() {
     let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
     let (mut rate, mut held, mut periods_held) = (own, false, 0);
     for i in 0..600u32 {
-        (rate, held) = banded_rate(rate, k.target(), own, held);
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
         let w = if i == 0 { 1.0 } else { 0.9 };
-        k.observe(&Observation {
-            unheld: !held,
-            ..period(1e10 * w * noise, rate, own, held)
-        });
+        (rate, held) = banded_period(&mut k, i, (rate, held), own, |_| 1e10 * w);
         periods_held += u32::from(held);
         if i >= 500 {
             assert!(!held, "still held at period {i}");
@@ -977,13 +987,8 @@ fn one_bursty_period_of_an_unheld_load_is_no_collapse() {
     for i in 0..600u32 {
         let burst = i % 37 == 20;
         let natural = if burst { 1.2 * own } else { own };
-        (rate, held) = banded_rate(rate, k.target(), natural, held);
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
         let work = if burst { 0.66e10 } else { 1e10 };
-        k.observe(&Observation {
-            unheld: !held,
-            ..period(work * noise, rate, natural, held)
-        });
+        (rate, held) = banded_period(&mut k, i, (rate, held), natural, |_| work);
         holds += u32::from(held);
     }
     assert_eq!(k.target(), 1_000_000.0, "held {holds} periods");
@@ -1008,12 +1013,7 @@ fn a_load_that_arrives_past_the_knee_and_climbs_to_its_own_rate_is_asked_a_step_
     for i in 0..600u32 {
         // Let go, it runs to where its collapse settles.
         let natural = if i < 5 { 1_040_000.0 } else { 970_000.0 };
-        (rate, held) = banded_rate(rate, k.target(), natural, held);
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        k.observe(&Observation {
-            unheld: !held,
-            ..period(work(rate) * noise, rate, natural, held)
-        });
+        (rate, held) = banded_period(&mut k, i, (rate, held), natural, work);
         if i >= 500 {
             late.push(work(rate) / 1e10);
         }
@@ -1039,12 +1039,7 @@ fn a_long_climb_to_a_load_let_go_is_not_followed_by_a_step_down() {
     let (mut rate, mut held) = (own, true);
     let mut holds = Vec::new();
     for i in 0..400u32 {
-        (rate, held) = banded_rate(rate, k.target(), own, held);
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        k.observe(&Observation {
-            unheld: !held,
-            ..period(1e10 * noise, rate, own, held)
-        });
+        (rate, held) = banded_period(&mut k, i, (rate, held), own, |_| 1e10);
         holds.push(held);
     }
     let free = holds.iter().position(|&h| !h).expect("never let go");
@@ -1066,32 +1061,27 @@ fn tipping(own: f64, safe: f64, every: u32, periods: u32) -> (Vec<u32>, KneeFind
     let mut tips = Vec::new();
     let mut tip_left = 0u32;
     for i in 0..periods {
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        let obs = if tip_left > 0 || (i % every == every - 1 && rate > safe) {
-            if tip_left == 0 {
-                tips.push(i);
-                tip_left = 3;
-            }
-            tip_left -= 1;
-            // The collapse as the moderator's counters see it: partly, fully, then held.
-            let (r, w, binding, unheld) = match tip_left {
-                2 => (1.37 * own, 0.80, false, true),
-                1 => (2.2 * own, 0.42, true, true),
-                _ => (2.2 * own, 0.59, true, false),
-            };
-            (rate, held) = (r, true);
-            Observation {
-                unheld,
-                ..period(1e10 * w * noise, r, own, binding)
-            }
-        } else {
-            (rate, held) = banded_rate(rate, k.target(), own, held);
-            Observation {
-                unheld: !held,
-                ..period(1e10 * noise, rate, own, held)
-            }
+        if tip_left == 0 && !(i % every == every - 1 && rate > safe) {
+            (rate, held) = banded_period(&mut k, i, (rate, held), own, |_| 1e10);
+            continue;
+        }
+        if tip_left == 0 {
+            tips.push(i);
+            tip_left = 3;
+        }
+        tip_left -= 1;
+        // The collapse as the moderator's counters see it: partly, fully, then held.
+        let (r, w, binding, unheld) = match tip_left {
+            2 => (1.37 * own, 0.80, false, true),
+            1 => (2.2 * own, 0.42, true, true),
+            _ => (2.2 * own, 0.59, true, false),
         };
-        k.observe(&obs);
+        (rate, held) = (r, true);
+        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+        k.observe(&Observation {
+            unheld,
+            ..period(1e10 * w * noise, r, own, binding)
+        });
     }
     (tips, k)
 }
