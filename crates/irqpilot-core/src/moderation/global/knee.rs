@@ -397,6 +397,24 @@ fn compare(base: &Summary, probe: &Summary) -> (Verdict, f64, f64) {
     (v, score, se)
 }
 
+/// The device whose work fell most from `base` to `probe`, past its own noise (three standard
+/// errors and the least effect), with that fall as a fraction: a step that cost it its work,
+/// whatever the others gained.
+fn costly(base: &Summary, probe: &Summary) -> Option<(String, f64)> {
+    base.devices
+        .iter()
+        .filter_map(|(d, &(m0, v0, n0, _))| {
+            let &(m1, v1, n1, _) = probe.devices.get(d)?;
+            if m0 <= 0.0 {
+                return None;
+            }
+            let loss = (m0 - m1) / m0;
+            let bar = (Z * (v0 / n0 + v1 / n1).sqrt() / m0).max(MIN_EFFECT);
+            (loss > bar).then(|| (d.clone(), loss))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
 #[derive(Clone, Debug)]
 enum Phase {
     Parked,
@@ -1448,6 +1466,10 @@ impl KneeFinder {
             verdict = Verdict::Same;
         }
         let pct = score * 100.0;
+        // What the end of a descent cost a device (see the arm that reads it).
+        let traded = (p.dir == Dir::Down && verdict == Verdict::Same && self.descended)
+            .then(|| costly(&p.base, &probe))
+            .flatten();
         match (p.dir, verdict) {
             (Dir::Up, Verdict::Better | Verdict::Same) => {
                 self.last = Some(format!(
@@ -1524,6 +1546,20 @@ impl KneeFinder {
             // The end of a descent: the upper target may lie past the knee, hidden by a
             // line-rate load the platform still carries there; the lower one is the safe side
             // and costs one step of delay.
+            // A step that bought nothing on the whole but cost one device its work traded
+            // that device's completions for another's: it is not the same work for fewer
+            // interrupts, and the target it came from (where steps down bought completions)
+            // stands (held-out gen-47-29: the last step cost the NIC 38% of its bytes for the
+            // drives' 13%).
+            (Dir::Down, Verdict::Same) if let Some((dev, loss)) = traded => {
+                self.target = from;
+                self.down_futile = Some((from, self.period));
+                self.last = Some(format!(
+                    "knee search: {to:.0}/s bought nothing more ({pct:+.1}%) and cost {dev} {:.1}% of its work: target {from:.0}/s",
+                    100.0 * loss
+                ));
+                self.park(work);
+            }
             (Dir::Down, Verdict::Same) if self.descended => {
                 self.proven = self.proven.min(to);
                 self.last = Some(format!(
