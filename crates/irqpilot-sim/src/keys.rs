@@ -181,6 +181,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "The setting of a queue with nothing to moderate: `none` (the lowest-latency setting) or `driver-default` (what the driver had).",
     ),
     (
+        "moderator.idle_tx",
+        "TX completions of a queue with nothing to moderate: `none` (an interrupt per completion) or `driver-default` (what the driver had; a delay then never puts them under it: one interrupt a request/response transaction instead of two, the completions' work joining the RX polls).",
+    ),
+    (
         "moderator.kernel_soft",
         "Whether to configure the kernel's own software moderation (GSIM) where the kernel has it. Off: GSIM's parameters and per-IRQ switches are left as they are.",
     ),

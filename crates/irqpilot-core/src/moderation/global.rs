@@ -57,8 +57,8 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "kebab-case")]
 pub enum Idle {
     /// The lowest-latency setting the device accepts: `rx-usecs 0 rx-frames 1 tx-usecs 0
-    /// tx-frames 1`, adaptive moderation off; NVMe coalescing off. The GSIM cover letter's
-    /// baseline ("compared with no moderation at all").
+    /// tx-frames 1` (TX as `idle_tx` says), adaptive moderation off; NVMe coalescing off. The
+    /// GSIM cover letter's baseline ("compared with no moderation at all").
     #[default]
     None,
     /// Whatever the driver had before the moderator first changed it.
@@ -109,6 +109,14 @@ pub struct GlobalModerationConfig {
     /// The setting of a queue with nothing to moderate: `none` (the lowest-latency setting)
     /// or `driver-default` (what the driver had).
     pub idle: Idle,
+    /// TX completions of a queue with nothing to moderate: `none` (an interrupt per
+    /// completion) or `driver-default` (what the driver had; a delay the moderator programs
+    /// then never puts them under it). A completion is written after its packet has left:
+    /// holding it back delays no packet of its own, but at 0 a request/response queue takes two
+    /// interrupts a transaction (the request, the response's completion) where the driver's
+    /// default takes one, and held back its processing joins the next RX poll, where the
+    /// packets of that poll wait for it (docs/moderation.md, "TX completions").
+    pub idle_tx: Idle,
     /// Whether to find the platform's knee by probing (the target then moves away from
     /// `target_intr_rate`, which is where it starts); off: the target stays fixed, as GSIM's.
     pub knee_search: bool,
@@ -144,6 +152,7 @@ impl Default for GlobalModerationConfig {
             exclude: Vec::new(),
             kernel_soft: true,
             idle: Idle::None,
+            idle_tx: Idle::None,
             knee_search: true,
             min_intr_rate: 100_000.0,
         }

@@ -621,16 +621,19 @@ impl GlobalModerator {
         }
     }
 
-    /// The coalescing a NIC queue should have now, if the moderator has a say.
-    fn nic_want(&self, irq: IrqNum, min_usecs: u32) -> Option<CoalesceParams> {
+    /// The coalescing a NIC queue (now at `knob`) should have, if the moderator has a say.
+    fn nic_want(&self, irq: IrqNum, knob: &Knob, min_usecs: u32) -> Option<CoalesceParams> {
+        // The driver's own setting: recorded at the first change, the knob itself before it.
+        let own = self.original.get(&irq).unwrap_or(knob);
+        let tx_own = (self.cfg.idle_tx == Idle::DriverDefault).then_some(own);
         match self.delay.get(&irq) {
             Some(&d) => {
                 let usecs = programmed_usecs(d, min_usecs);
                 let frames = self.frames.get(&irq).copied().unwrap_or(self.cfg.rx_frames);
-                Some(delay_params(usecs, frames))
+                Some(delay_params(usecs, frames, tx_own))
             }
             None => match self.cfg.idle {
-                Idle::None => Some(idle_params()),
+                Idle::None => Some(idle_params(tx_own)),
                 Idle::DriverDefault => self.original.get(&irq).and_then(knob_params),
             },
         }
@@ -683,7 +686,7 @@ impl Policy for GlobalModerator {
                     if let Some(s) = self.sent.get_mut(irq) {
                         s.after.get_or_insert_with(|| knob.clone());
                     }
-                    let Some(want) = self.nic_want(*irq, *min_usecs) else {
+                    let Some(want) = self.nic_want(*irq, knob, *min_usecs) else {
                         continue;
                     };
                     if holds(knob, &want) {

@@ -15,25 +15,45 @@ pub(crate) fn programmed_usecs(d: f64, min_usecs: u32) -> u32 {
     (d.round().max(1.0) as u32).max(min_usecs)
 }
 
-/// The lowest-latency setting: no delay, an interrupt per completion, adaptive moderation off.
-pub(crate) fn idle_params() -> CoalesceParams {
-    CoalesceParams {
-        rx_usecs: Some(0),
-        rx_max_frames: Some(1),
-        tx_usecs: Some(0),
-        tx_max_frames: Some(1),
-        use_adaptive_rx: Some(false),
-        use_adaptive_tx: Some(false),
+/// A queue's TX completions as its driver had them (`own`), or an interrupt per completion
+/// where there is no such setting to keep: `(tx-usecs, tx-frames, adaptive-tx)`.
+fn own_tx(own: Option<&Knob>) -> (u32, u32, bool) {
+    match own {
+        Some(Knob::NicQueue {
+            tx_usecs,
+            tx_max_frames,
+            adaptive_tx,
+            ..
+        }) => (*tx_usecs, *tx_max_frames, *adaptive_tx),
+        _ => (0, 1, false),
     }
 }
 
-/// A delay of `usecs` with `frames` on both directions, adaptive moderation off.
-pub(crate) fn delay_params(usecs: u32, frames: u32) -> CoalesceParams {
+/// The lowest-latency setting: no RX delay, an interrupt per packet, adaptive RX moderation
+/// off; TX completions as the driver had them (`own`: the driver's setting, `None` for an
+/// interrupt per completion). Under adaptive TX moderation the driver moves `tx-usecs` and
+/// `tx-frames` itself: they are left to it.
+pub(crate) fn idle_params(own: Option<&Knob>) -> CoalesceParams {
+    let (tx_usecs, tx_frames, adaptive_tx) = own_tx(own);
+    CoalesceParams {
+        rx_usecs: Some(0),
+        rx_max_frames: Some(1),
+        tx_usecs: (!adaptive_tx).then_some(tx_usecs),
+        tx_max_frames: (!adaptive_tx).then_some(tx_frames),
+        use_adaptive_rx: Some(false),
+        use_adaptive_tx: Some(adaptive_tx),
+    }
+}
+
+/// A delay of `usecs` with `frames` on both directions, adaptive moderation off; TX never
+/// under the driver's own setting (`own`, see [`idle_params`]).
+pub(crate) fn delay_params(usecs: u32, frames: u32, own: Option<&Knob>) -> CoalesceParams {
+    let (tx_usecs, tx_frames, _) = own_tx(own);
     CoalesceParams {
         rx_usecs: Some(usecs),
         rx_max_frames: Some(frames),
-        tx_usecs: Some(usecs),
-        tx_max_frames: Some(frames),
+        tx_usecs: Some(usecs.max(tx_usecs)),
+        tx_max_frames: Some(frames.max(tx_frames)),
         use_adaptive_rx: Some(false),
         use_adaptive_tx: Some(false),
     }
@@ -123,18 +143,28 @@ mod tests {
 
     #[test]
     fn what_counts_as_held() {
-        assert!(holds(&knob(0, 1, 0, 1), &idle_params()));
+        assert!(holds(&knob(0, 1, 0, 1), &idle_params(None)));
         // e1000: rx-usecs only, everything else reads 0.
-        assert!(holds(&knob(0, 0, 0, 0), &idle_params()));
-        assert!(holds(&knob(40, 0, 0, 0), &delay_params(40, 64)));
-        assert!(!holds(&knob(3, 32, 16, 32), &idle_params()));
-        assert!(!holds(&knob(40, 64, 16, 32), &delay_params(40, 64)));
+        assert!(holds(&knob(0, 0, 0, 0), &idle_params(None)));
+        assert!(holds(&knob(40, 0, 0, 0), &delay_params(40, 64, None)));
+        assert!(!holds(&knob(3, 32, 16, 32), &idle_params(None)));
+        assert!(!holds(&knob(40, 64, 16, 32), &delay_params(40, 64, None)));
+        // TX as the driver had it: only RX moves.
+        let own = knob(3, 32, 16, 32);
+        assert!(holds(&knob(0, 1, 16, 32), &idle_params(Some(&own))));
+        assert!(!holds(&knob(0, 1, 0, 1), &idle_params(Some(&own))));
+        assert!(holds(
+            &knob(40, 64, 40, 64),
+            &delay_params(40, 64, Some(&own))
+        ));
+        assert_eq!(delay_params(5, 2, Some(&own)).tx_usecs, Some(16));
+        assert_eq!(delay_params(5, 2, Some(&own)).tx_max_frames, Some(32));
     }
 
     #[test]
     fn stricter_takes_the_longer_delay() {
-        let s = stricter(&delay_params(10, 64), &idle_params());
-        assert_eq!(s, delay_params(10, 64));
+        let s = stricter(&delay_params(10, 64, None), &idle_params(None));
+        assert_eq!(s, delay_params(10, 64, None));
         assert_eq!(programmed_usecs(0.4, 1), 1);
         assert_eq!(programmed_usecs(4.0, 10), 10);
     }

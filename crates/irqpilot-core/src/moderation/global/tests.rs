@@ -117,7 +117,9 @@ fn apply(m: &mut Machine, plan: &Plan) {
 }
 
 /// Cause 1 of issue 10: with nothing to moderate, a queue runs at the lowest-latency setting
-/// the device accepts, not at the driver's static default; and it is set once.
+/// the device accepts, not at the driver's static default; and it is set once. With
+/// `idle_tx = "driver-default"` its TX completions stay as the driver had them (here:
+/// adaptive).
 #[test]
 fn idle_queues_run_without_delay() {
     let mut g = GlobalModerator::new(GlobalModerationConfig::default());
@@ -135,6 +137,25 @@ fn idle_queues_run_without_delay() {
         assert_eq!(
             params.describe(),
             "rx-usecs 0 rx-frames 1 tx-usecs 0 tx-frames 1 adaptive-rx off adaptive-tx off"
+        );
+    }
+    let mut g_tx = GlobalModerator::new(GlobalModerationConfig {
+        idle_tx: Idle::DriverDefault,
+        ..Default::default()
+    });
+    let plan = g_tx.decide(&PolicyInput {
+        machine: &m,
+        rates: None,
+        now: MonoNs(0),
+    });
+    assert_eq!(plan.actions.len(), 2, "{plan:?}");
+    for a in &plan.actions {
+        let Action::SetCoalesce { params, .. } = a else {
+            panic!("{a:?}");
+        };
+        assert_eq!(
+            params.describe(),
+            "rx-usecs 0 rx-frames 1 adaptive-rx off adaptive-tx on"
         );
     }
     apply(&mut m, &first);
