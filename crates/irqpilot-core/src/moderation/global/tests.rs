@@ -116,6 +116,24 @@ fn apply(m: &mut Machine, plan: &Plan) {
     }
 }
 
+/// What a first decision over `m`, with no rates yet, sets each queue to.
+fn first_settings(g: &mut GlobalModerator, m: &Machine) -> (Plan, Vec<String>) {
+    let plan = g.decide(&PolicyInput {
+        machine: m,
+        rates: None,
+        now: MonoNs(0),
+    });
+    let set = plan
+        .actions
+        .iter()
+        .map(|a| match a {
+            Action::SetCoalesce { params, .. } => params.describe(),
+            _ => panic!("{a:?}"),
+        })
+        .collect();
+    (plan, set)
+}
+
 /// Cause 1 of issue 10: with nothing to moderate, a queue runs at the lowest-latency setting
 /// the device accepts, not at the driver's static default; and it is set once. With
 /// `idle_tx = "driver-default"` its TX completions stay as the driver had them (here:
@@ -124,40 +142,15 @@ fn apply(m: &mut Machine, plan: &Plan) {
 fn idle_queues_run_without_delay() {
     let mut g = GlobalModerator::new(GlobalModerationConfig::default());
     let mut m = queues(2, static_knob);
-    let first = g.decide(&PolicyInput {
-        machine: &m,
-        rates: None,
-        now: MonoNs(0),
-    });
-    assert_eq!(first.actions.len(), 2, "{first:?}");
-    for a in &first.actions {
-        let Action::SetCoalesce { params, .. } = a else {
-            panic!("{a:?}");
-        };
-        assert_eq!(
-            params.describe(),
-            "rx-usecs 0 rx-frames 1 tx-usecs 0 tx-frames 1 adaptive-rx off adaptive-tx off"
-        );
-    }
+    let (first, set) = first_settings(&mut g, &m);
+    let none = "rx-usecs 0 rx-frames 1 tx-usecs 0 tx-frames 1 adaptive-rx off adaptive-tx off";
+    assert_eq!(set, [none, none], "{first:?}");
     let mut g_tx = GlobalModerator::new(GlobalModerationConfig {
         idle_tx: Idle::DriverDefault,
         ..Default::default()
     });
-    let plan = g_tx.decide(&PolicyInput {
-        machine: &m,
-        rates: None,
-        now: MonoNs(0),
-    });
-    assert_eq!(plan.actions.len(), 2, "{plan:?}");
-    for a in &plan.actions {
-        let Action::SetCoalesce { params, .. } = a else {
-            panic!("{a:?}");
-        };
-        assert_eq!(
-            params.describe(),
-            "rx-usecs 0 rx-frames 1 adaptive-rx off adaptive-tx on"
-        );
-    }
+    let driver_tx = "rx-usecs 0 rx-frames 1 adaptive-rx off adaptive-tx on";
+    assert_eq!(first_settings(&mut g_tx, &m).1, [driver_tx, driver_tx]);
     apply(&mut m, &first);
     for p in 1..50 {
         assert!(decide(&mut g, &m, &rates(2, 5_000.0, None), p).is_empty());
