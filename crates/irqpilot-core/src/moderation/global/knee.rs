@@ -1543,9 +1543,6 @@ impl KneeFinder {
                 self.descended = true;
                 self.start_probe(Dir::Down, probe, work);
             }
-            // The end of a descent: the upper target may lie past the knee, hidden by a
-            // line-rate load the platform still carries there; the lower one is the safe side
-            // and costs one step of delay.
             // A step that bought nothing on the whole but cost one device its work traded
             // that device's completions for another's: it is not the same work for fewer
             // interrupts, and the target it came from (where steps down bought completions)
@@ -1560,6 +1557,9 @@ impl KneeFinder {
                 ));
                 self.park(work);
             }
+            // The end of a descent: the upper target may lie past the knee, hidden by a
+            // line-rate load the platform still carries there; the lower one is the safe side
+            // and costs one step of delay.
             (Dir::Down, Verdict::Same) if self.descended => {
                 self.proven = self.proven.min(to);
                 self.last = Some(format!(

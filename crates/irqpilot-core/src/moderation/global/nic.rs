@@ -18,14 +18,13 @@ pub(crate) fn programmed_usecs(d: f64, min_usecs: u32) -> u32 {
 /// A queue's TX completions as its driver had them (`own`), or an interrupt per completion
 /// where there is no such setting to keep: `(tx-usecs, tx-frames, adaptive-tx)`.
 fn own_tx(own: Option<&Knob>) -> (u32, u32, bool) {
-    match own {
-        Some(Knob::NicQueue {
-            tx_usecs,
-            tx_max_frames,
-            adaptive_tx,
-            ..
-        }) => (*tx_usecs, *tx_max_frames, *adaptive_tx),
-        _ => (0, 1, false),
+    match own.and_then(knob_params) {
+        Some(p) => (
+            p.tx_usecs.unwrap_or(0),
+            p.tx_max_frames.unwrap_or(1),
+            p.use_adaptive_tx.unwrap_or(false),
+        ),
+        None => (0, 1, false),
     }
 }
 
