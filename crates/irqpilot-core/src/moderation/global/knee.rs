@@ -895,7 +895,8 @@ impl KneeFinder {
     /// every microsecond of the probe's delays: asked for 9 periods, gen-36-10's p99 went to
     /// 1.19x `none`). Not asked where the step would take sources to their limits (NVMe
     /// that cannot be aggregated, queues at the ceiling: the step's delays would cost the
-    /// rest for nothing). Bought, the descent goes on as any; not, the target goes back.
+    /// rest for nothing). Bought, the descent goes on from a fresh baseline at the step's target
+    /// (its one period was the collapse's backlog draining); not, the target goes back.
     /// Returns whether the probe started.
     fn ask_unbound(&mut self, obs: &Observation, work: f64) -> bool {
         let heavy = obs.unheld
