@@ -1408,11 +1408,7 @@ impl KneeFinder {
                     from: p.from,
                     base: p.base,
                 });
-                self.phase = Phase::Settle {
-                    left: RECOVER,
-                    waited: 0,
-                    probe: None,
-                };
+                self.baseline_after_recovery();
             } else {
                 self.park(work);
             }
@@ -1428,14 +1424,19 @@ impl KneeFinder {
             } else {
                 self.next_dir = Dir::Up;
             }
-            // The platform is coming back from the probe: its backlog drains at more than the
-            // usual rate for a while, and a baseline measured then would flatter the target.
-            self.phase = Phase::Settle {
-                left: RECOVER,
-                waited: 0,
-                probe: None,
-            };
+            self.baseline_after_recovery();
         }
+    }
+
+    /// A fresh baseline at the target, measured once the platform is back from a probe or a
+    /// collapse: its backlog drains at more than the usual rate for a while, and a baseline
+    /// measured then would flatter the target.
+    fn baseline_after_recovery(&mut self) {
+        self.phase = Phase::Settle {
+            left: RECOVER,
+            waited: 0,
+            probe: None,
+        };
     }
 
     fn conclude(&mut self, p: Probe, probe: Summary, work: f64, binding: bool) {
@@ -1544,17 +1545,12 @@ impl KneeFinder {
                 self.descended = true;
                 if p.sharp {
                     // The short step out of an unheld collapse measured one period, right
-                    // after it: the platform draining the collapse's backlog, more than the
-                    // load's own rate. As the next step's baseline it flatters this target
-                    // (held-out gen-82-47: 101% of the line rate there, and a step to the
-                    // full line rate read 1.4% less; the target stayed past the knee). A
-                    // fresh baseline here first, once the backlog is gone.
+                    // after it: the collapse's backlog draining. As the next step's baseline
+                    // it flattered this target (held-out gen-82-47: 101% of the line rate
+                    // there, and a step to the full line rate read 1.4% less; the target
+                    // stayed past the knee).
                     self.next_dir = Dir::Down;
-                    self.phase = Phase::Settle {
-                        left: RECOVER,
-                        waited: 0,
-                        probe: None,
-                    };
+                    self.baseline_after_recovery();
                 } else {
                     self.start_probe(Dir::Down, probe, work);
                 }
