@@ -7,7 +7,7 @@ mod common;
 
 use common::{builtin_with, sets};
 use irqpilot_core::Action;
-use irqpilot_sim::{Report, Scenario};
+use irqpilot_sim::{Report, Scenario, SeriesPoint};
 
 fn toml_with(text: &str, pairs: &[(&str, &str)]) -> Scenario {
     Scenario::from_toml(text, "test")
@@ -18,6 +18,17 @@ fn toml_with(text: &str, pairs: &[(&str, &str)]) -> Scenario {
 
 fn run(sc: Scenario) -> Report {
     irqpilot_sim::run_scenario(sc, |_| {}).unwrap()
+}
+
+/// The mean of one series over `(from, to]` ms.
+fn window_mean(r: &Report, from: f64, to: f64, f: fn(&SeriesPoint) -> f64) -> f64 {
+    let w: Vec<f64> = r
+        .series
+        .iter()
+        .filter(|p| p.t_ms > from && p.t_ms <= to)
+        .map(f)
+        .collect();
+    w.iter().sum::<f64>() / w.len().max(1) as f64
 }
 
 /// Cause 1 (and 2): over 3 s at low load, global moderation must cost nothing against no
@@ -537,15 +548,7 @@ fn a_descent_does_not_end_on_a_step_that_trades_one_device_for_another() {
         NIC_TRADED_FOR_DRIVES,
         &[("moderation", "irqpilot")],
     ));
-    let mean = |from: f64, to: f64| {
-        let w: Vec<f64> = r
-            .series
-            .iter()
-            .filter(|p| p.t_ms > from && p.t_ms <= to)
-            .map(|p| p.transactions_per_sec)
-            .collect();
-        w.iter().sum::<f64>() / w.len().max(1) as f64
-    };
+    let mean = |from, to| window_mean(&r, from, to, |p| p.transactions_per_sec);
     // 650-700 ms: the last window at 2.08 M/s; the step down is judged at 740 ms.
     let (before, after) = (mean(650.0, 700.0), mean(800.0, 900.0));
     assert!(before > 0.0);
@@ -759,15 +762,7 @@ fn a_step_up_that_costs_the_drives_their_reads_is_undone() {
         NIC_GAINING_PAST_THE_DRIVES_KNEE,
         &[("moderation", "irqpilot")],
     ));
-    let mean = |from: f64, to: f64| {
-        let w: Vec<f64> = r
-            .series
-            .iter()
-            .filter(|p| p.t_ms > from && p.t_ms <= to)
-            .map(|p| p.iops)
-            .collect();
-        w.iter().sum::<f64>() / w.len().max(1) as f64
-    };
+    let mean = |from, to| window_mean(&r, from, to, |p| p.iops);
     // 40-120 ms: the drives under the 1 M/s start, before the NIC's clients have all begun.
     let (before, after) = (mean(40.0, 120.0), mean(420.0, 700.0));
     assert!(before > 0.0);
