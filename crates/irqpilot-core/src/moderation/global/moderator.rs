@@ -515,6 +515,13 @@ impl GlobalModerator {
         let mut obs = Observation {
             work: nic_work,
             nic_gap_us,
+            // NVMe controllers are judged together on a trade (see the field).
+            pool: (inputs.len() > 1).then(|| {
+                (
+                    "nvme (all controllers)".to_string(),
+                    inputs.iter().map(|c| c.name.clone()).collect(),
+                )
+            }),
             rate: device_total,
             raw_rate: raw_total,
             natural: self.natural,
