@@ -1523,6 +1523,16 @@ impl KneeFinder {
         }
     }
 
+    /// The device (pool) a step up from `base` to `probe` cost more than `EARLY_LOSS` of the
+    /// most it did for this load, and that loss; remembers `base` as that most where it is.
+    fn trade_up(&mut self, base: &Summary, probe: &Summary) -> Option<(String, f64)> {
+        for (d, (m, ..)) in trade_view(base) {
+            let e = self.device_best.entry(d).or_insert(m);
+            *e = e.max(m);
+        }
+        costly_from(base, probe, &self.device_best).filter(|&(_, loss)| loss > EARLY_LOSS)
+    }
+
     /// A fresh baseline at the target, measured once the platform is back from a probe or a
     /// collapse: its backlog drains at more than the usual rate for a while, and a baseline
     /// measured then would flatter the target.
@@ -1570,16 +1580,11 @@ impl KneeFinder {
         // `EARLY_LOSS`: the fast loop's rearrangement after a step moves single devices by a
         // few percent (held-out gen-49-40, a healthy platform: the drives -3% on the first
         // step, then more reads with every step up to the load's own rate).
-        let crossed = (p.dir == Dir::Up && verdict != Verdict::Worse)
-            .then(|| {
-                for (d, (m, ..)) in trade_view(&p.base) {
-                    let e = self.device_best.entry(d).or_insert(m);
-                    *e = e.max(m);
-                }
-                costly_from(&p.base, &probe, &self.device_best)
-            })
-            .flatten()
-            .filter(|&(_, loss)| loss > EARLY_LOSS);
+        let crossed = if p.dir == Dir::Up && verdict != Verdict::Worse {
+            self.trade_up(&p.base, &probe)
+        } else {
+            None
+        };
         let pct = score * 100.0;
         // What the end of a descent cost a device (see the arm that reads it).
         let traded = (p.dir == Dir::Down && verdict == Verdict::Same && self.descended)
