@@ -453,7 +453,7 @@ fn trade_view(s: &Summary) -> BTreeMap<String, (f64, f64, f64, f64)> {
 /// What a step moved between devices (pooled as [`trade_view`] pools them), against the most
 /// each did for this load (`best`, at least what it did in either window). A device's change
 /// counts only past its own noise (three standard errors and the least effect).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 struct Trade {
     /// Of the devices that lost work in the step, the one furthest short of its best on the
     /// probe's side, and that shortfall as a fraction.
@@ -502,10 +502,8 @@ fn trade(base: &Summary, probe: &Summary, best: &BTreeMap<String, f64>) -> Trade
         } else if change > bar {
             keep(&mut t.gainer, &d, short(m0));
         }
-        let top0 = best.get(&d).copied().unwrap_or(0.0).max(m0);
-        let lost = (top0 - m1) / top0;
-        if change < -MIN_EFFECT && lost > bar {
-            keep(&mut t.bleed, &d, lost);
+        if change < -MIN_EFFECT && short(m1) > bar {
+            keep(&mut t.bleed, &d, short(m1));
         }
     }
     t
