@@ -109,6 +109,9 @@ pub struct GlobalModerator {
     smoothed: BTreeMap<IrqNum, f64>,
     /// Delay (us, fractional) wanted per NIC queue IRQ; absent = idle.
     delay: BTreeMap<IrqNum, f64>,
+    /// Per NIC queue, the delay programmed a period before `delay`'s (whole us, 0 = none): a
+    /// queue whose setting changed between the two counted its last period under the new one.
+    programmed_before: BTreeMap<IrqNum, u32>,
     /// Frames paired with the delay.
     frames: BTreeMap<IrqNum, u32>,
     nvme: NvmeGrid,
@@ -126,8 +129,8 @@ pub struct GlobalModerator {
     unreachable: Option<String>,
     /// Periods decided so far.
     period: u64,
-    /// Per NIC queue: when its programmed delay last stepped down, and from what.
-    relaxed: BTreeMap<IrqNum, (u64, u32)>,
+    /// Per NIC queue: when its programmed delay last stepped down, from what and to what.
+    relaxed: BTreeMap<IrqNum, (u64, u32, u32)>,
     /// The device interrupt rate last seen with nothing held back.
     natural: f64,
     /// Per NIC queue: the least programmed delay found to hold the target (a step below it
@@ -160,6 +163,7 @@ impl GlobalModerator {
             cfg,
             smoothed: BTreeMap::new(),
             delay: BTreeMap::new(),
+            programmed_before: BTreeMap::new(),
             frames: BTreeMap::new(),
             nvme,
             hardirq: HardirqWatch::default(),
@@ -240,11 +244,49 @@ impl GlobalModerator {
         let m = input.machine;
         let knobs = &m.moderation.knobs;
         let w = self.cfg.smoothing.clamp(0.01, 1.0);
+        // NIC queues whose programmed delay changed at the end of the last period: this
+        // period's count is all under the new setting, and smoothing it with the rate from
+        // before the change would read the change's effect late (the loop then tightens
+        // again what it already tightened, and relaxes that over many periods). The rate
+        // smoothed so far is carried over to the new delay by the rate model first, so the
+        // smoothing still damps the count's noise but no longer the change.
+        let programmed = |irq: &IrqNum, d: f64| match knobs.get(irq) {
+            Some(Knob::NicQueue { min_usecs, .. }) if d >= self.cfg.min_delay_us as f64 => {
+                programmed_usecs(d, *min_usecs)
+            }
+            _ => 0,
+        };
+        let now: BTreeMap<IrqNum, u32> = self
+            .delay
+            .iter()
+            .map(|(irq, &d)| (*irq, programmed(irq, d)))
+            .filter(|&(_, p)| p > 0)
+            .collect();
+        let changed: BTreeMap<IrqNum, (u32, u32)> = now
+            .iter()
+            .chain(&self.programmed_before)
+            .map(|(irq, _)| {
+                let get = |m: &BTreeMap<IrqNum, u32>| m.get(irq).copied().unwrap_or(0);
+                (*irq, (get(&self.programmed_before), get(&now)))
+            })
+            .filter(|(_, (was, is))| was != is)
+            .collect();
+        self.programmed_before = now;
         // Interrupts/s per IRQ: smoothed (the fast loop's view) and as counted this period.
         let mut rate: HashMap<IrqNum, (f64, f64)> = HashMap::new();
         for row in &rates.rows {
             if let RowLabel::Irq(n) = row.label {
-                let prev = self.smoothed.get(&n).copied().unwrap_or(row.total_per_sec);
+                let counted = row.total_per_sec;
+                let mut prev = self.smoothed.get(&n).copied().unwrap_or(counted);
+                if let Some(&(was, is)) = changed.get(&n) {
+                    // Where the model does not hold (interrupts closer together than the old
+                    // delay: frames or the device's own mode spaced them), the count alone.
+                    prev = if prev > 0.0 && 1.0 / prev > f64::from(was) * 1e-6 {
+                        rate_at(prev, f64::from(was), f64::from(is))
+                    } else {
+                        counted
+                    };
+                }
                 let r = prev + w * (row.total_per_sec - prev);
                 self.smoothed.insert(n, r);
                 rate.insert(n, (r, row.total_per_sec));
@@ -414,9 +456,19 @@ impl GlobalModerator {
                 };
                 let capped = s.allowance.is_some_and(|a| a < s.rate);
                 if capped {
-                    if let Some(&(at, before)) = self.relaxed.get(&s.irq) {
+                    if let Some(&(at, before, to)) = self.relaxed.get(&s.irq) {
                         if period - at <= 10 {
-                            self.floor.insert(s.irq, (before, period, dev_pps));
+                            // The step went over: the floor is the next grid point above
+                            // where it landed (a relax step may skip several, and the one
+                            // it skipped may hold the band: held at the one it left, a
+                            // queue whose rate falls steeply with its delay sits far under
+                            // the band). A step to no delay at all skipped none.
+                            let floor = if to == 0 {
+                                before
+                            } else {
+                                (to + 1).min(before)
+                            };
+                            self.floor.insert(s.irq, (floor, period, dev_pps));
                         }
                     }
                 }
@@ -461,7 +513,7 @@ impl GlobalModerator {
                 // A let-go is no step on the grid: a load that comes back is a new one, not a
                 // sign that the step went too far.
                 if !capped && !let_go && prog(next) < prog(cur) {
-                    self.relaxed.insert(s.irq, (period, prog(cur)));
+                    self.relaxed.insert(s.irq, (period, prog(cur), prog(next)));
                 }
                 if next >= min {
                     nic_delayed = true;
