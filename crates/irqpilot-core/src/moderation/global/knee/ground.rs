@@ -13,8 +13,10 @@
 //! The ground in between was skipped, not seen: a knee there could still do better than the
 //! load's own rate (a closed loop that the platform's falling DMA capacity binds), so a kept
 //! jump is followed by one step down, and a descent where that buys completions: when the jump
-//! lets go of the load, and also when a step past it is undone (the target then goes back to
-//! the margin under the jump's rate, which no probe saw either).
+//! lets go of the load, when a step past it is undone (the target then goes back to the
+//! margin under the jump's rate, which no probe saw either), and when the load still binds at
+//! the jump's rate but the jump bought less than `EARLY_LOSS` (work nearly flat across the
+//! skipped ground, or peaking inside it).
 
 use super::{EARLY_LOSS, KneeFinder, MARGIN, MAX_TARGET, MIN_STEP, NATURAL_CLEAR, Summary, Z};
 
