@@ -840,11 +840,11 @@ impl KneeFinder {
     /// How far past the highest target kept a step up may go: `UNPROVEN_STEP`, doubled for
     /// every step up kept in a row past the second that bought nothing (and cost no device
     /// anything), up to `MAX_STEP`. Steps that keep costing nothing are ground a knee has not
-    /// shown in, and a climb in 25% steps from 1 M/s to a
-    /// healthy platform's 16 M/s takes thirteen steps, most of a second held back for nothing
-    /// (held-out gen-92-6). A probe that does land past a knee loses its work within its first
-    /// periods and is undone then (`EARLY_LOSS`), and the narrowing starts from a failed rate
-    /// at most twice the last one kept.
+    /// shown in, and a climb in 25% steps from 1 M/s to a healthy platform's 16 M/s takes
+    /// thirteen steps, most of a second held back for nothing (held-out gen-92-6). A probe
+    /// that does land past a knee loses its work within its first periods and is undone then
+    /// (`EARLY_LOSS`), and the narrowing starts from a failed rate at most twice the last one
+    /// kept.
     fn unproven_step(&self) -> f64 {
         let doublings = self.kept_up.saturating_sub(1).min(8);
         (UNPROVEN_STEP * f64::from(1u32 << doublings)).min(MAX_STEP)

@@ -250,17 +250,16 @@ impl GlobalModerator {
         // again what it already tightened, and relaxes that over many periods). The rate
         // smoothed so far is carried over to the new delay by the rate model first, so the
         // smoothing still damps the count's noise but no longer the change.
-        let programmed = |irq: &IrqNum, d: f64| match knobs.get(irq) {
-            Some(Knob::NicQueue { min_usecs, .. }) if d >= self.cfg.min_delay_us as f64 => {
-                programmed_usecs(d, *min_usecs)
-            }
-            _ => 0,
-        };
+        // (`delay` holds only delays of at least `min_delay_us`, as programmed.)
         let now: BTreeMap<IrqNum, u32> = self
             .delay
             .iter()
-            .map(|(irq, &d)| (*irq, programmed(irq, d)))
-            .filter(|&(_, p)| p > 0)
+            .filter_map(|(irq, &d)| match knobs.get(irq) {
+                Some(Knob::NicQueue { min_usecs, .. }) => {
+                    Some((*irq, programmed_usecs(d, *min_usecs)))
+                }
+                _ => None,
+            })
             .collect();
         let changed: BTreeMap<IrqNum, (u32, u32)> = now
             .iter()
@@ -287,9 +286,9 @@ impl GlobalModerator {
                         counted
                     };
                 }
-                let r = prev + w * (row.total_per_sec - prev);
+                let r = prev + w * (counted - prev);
                 self.smoothed.insert(n, r);
-                rate.insert(n, (r, row.total_per_sec));
+                rate.insert(n, (r, counted));
             }
         }
         let (device_total, raw_total) = m
