@@ -1424,3 +1424,59 @@ fn a_kept_jump_the_load_still_binds_at_asks_the_ground_below() {
         100.0 * work(t) / work(knee)
     );
 }
+
+#[test]
+fn a_margin_that_costs_what_the_step_started_from_did_goes_back_there_before_looking_below() {
+    // Held-out gen-79-18 (request/response at medium load, its own 0.99 M/s under the 1 M/s
+    // target, every interrupt held back a transaction lost): a periodic recheck's step up read
+    // a dip of the load's own as a loss, the margin put the target at 0.7 M/s, and the step
+    // below it (a loss) sent it back to 0.7 M/s, never compared with 1 M/s: the load held
+    // back for the rest of the run, p95 2x `moderation=none`. Here the work dips 2% whenever
+    // a probe runs above the start.
+    let own = 985_000.0;
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    let (mut rate, mut held) = (own, false);
+    let (mut rechecks, mut under) = (0, 0);
+    for i in 0..1500u32 {
+        let probing = k.target() > 1_000_000.0;
+        let dip = if probing { 0.98 } else { 1.0 };
+        (rate, held) = banded_period(&mut k, i, (rate, held), own, |r| {
+            1e10 * dip * (r / own).min(1.0).sqrt()
+        });
+        rechecks += u32::from(!probing && k.target() > 1_000_000.0);
+        under += u32::from(i >= 100 && k.target() < 0.99e6);
+    }
+    assert!(rechecks >= 1, "{rechecks} rechecks");
+    assert!(k.target() >= 1_000_000.0, "parked at {:.0}/s", k.target());
+    assert!(
+        under <= 100,
+        "{under} of 1400 periods under the load's own rate"
+    );
+}
+
+#[test]
+fn a_margin_that_costs_nothing_asks_the_ground_below_it() {
+    // Held-out gen-87-7 and gen-87-37: request/response on CPUs its own interrupts keep busy,
+    // so that fewer interrupts buy transactions down to 0.5 M/s; from 0.9 M/s to 1.3 M/s the
+    // work is flat, and letting the load go to its own 1.45 M/s costs 20%. The
+    // first step up was kept, the let-go undone, and the margin's target (1.02 M/s, no worse
+    // than 1.25 M/s) was where the search parked: 80% of the work at 0.5 M/s.
+    let work = |r: f64| {
+        let under = if r < 0.5e6 {
+            1.2 * r / 0.5e6
+        } else {
+            1.0 + 0.5 * (0.9 - r / 1e6).max(0.0)
+        };
+        1e10 * under * (1.3e6 / r).min(1.0).powi(2)
+    };
+    let natural = 1.45e6;
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    let rate = run_banded(&mut k, &work, natural, 400);
+    let best = work(0.5e6);
+    assert!(
+        work(rate) >= 0.9 * best,
+        "parked at {:.0}/s (rate {rate:.0}/s): {:.1}% of the best work",
+        k.target(),
+        100.0 * work(rate) / best
+    );
+}
