@@ -1389,6 +1389,27 @@ fn grown_steps_still_end_under_any_knee() {
     }
 }
 
+/// Runs the search from the 1 M/s start over a load that arrived unheld at `arrival` (its
+/// first period did 10% more than `work` there: a platform's collapse had not yet built up)
+/// and binds up to `natural`; returns the target after 3 s.
+fn after_arrival(work: &dyn Fn(f64) -> f64, arrival: f64, natural: f64) -> f64 {
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    for i in 0..300u32 {
+        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+        let obs = if i == 0 {
+            Observation {
+                unheld: true,
+                ..period(1.1 * work(arrival) * noise, arrival, arrival, true)
+            }
+        } else {
+            let rate = k.target().min(natural);
+            period(work(rate) * noise, rate, natural, true)
+        };
+        k.observe(&obs);
+    }
+    k.target()
+}
+
 #[test]
 fn a_kept_jump_the_load_still_binds_at_asks_the_ground_below() {
     // Held-out gen-67-26 (a 100G NIC of 313 B packets past a 2.84 M/s knee): at the 1 M/s
@@ -1401,23 +1422,7 @@ fn a_kept_jump_the_load_still_binds_at_asks_the_ground_below() {
     let knee = 2_840_000.0;
     // Past the knee the platform's DMA efficiency falls, to a floor of 70% by 9 M/s.
     let work = |r: f64| 1e10 * (r / 1.47e6).min(1.0) * (knee / r).min(1.0).powf(0.3).max(0.7);
-    let (arrival, natural) = (9_200_000.0, 12_000_000.0);
-    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
-    for i in 0..300u32 {
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        let obs = if i == 0 {
-            Observation {
-                unheld: true,
-                // (The platform's collapse had not yet built up in the arrival's period.)
-                ..period(1.1 * work(arrival) * noise, arrival, arrival, true)
-            }
-        } else {
-            let rate = k.target().min(natural);
-            period(work(rate) * noise, rate, natural, true)
-        };
-        k.observe(&obs);
-    }
-    let t = k.target();
+    let t = after_arrival(&work, 9_200_000.0, 12_000_000.0);
     assert!(
         work(t) >= 0.9 * work(knee),
         "parked at {t:.0}/s: {:.1}% of the work at the knee",
@@ -1438,22 +1443,7 @@ fn a_kept_jump_that_bought_much_still_asks_the_ground_below() {
         let past = ((r - peak) / (flat - peak)).clamp(0.0, 1.0);
         1e10 * (r / peak).min(1.0) * (1.0 - 0.5 * past)
     };
-    let (arrival, natural) = (38_000_000.0, 60_000_000.0);
-    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
-    for i in 0..300u32 {
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        let obs = if i == 0 {
-            Observation {
-                unheld: true,
-                ..period(1.1 * work(arrival) * noise, arrival, arrival, true)
-            }
-        } else {
-            let rate = k.target().min(natural);
-            period(work(rate) * noise, rate, natural, true)
-        };
-        k.observe(&obs);
-    }
-    let t = k.target();
+    let t = after_arrival(&work, 38_000_000.0, 60_000_000.0);
     assert!(
         work(t) >= 0.9 * work(peak),
         "parked at {t:.0}/s: {:.1}% of the work at the peak",
