@@ -1567,15 +1567,15 @@ impl KneeFinder {
         // Bisect (geometrically) between what holds and what stays clear of the cliff.
         let room = self.too_high * MARGIN / self.target;
         self.step = if room > 1.0 { room.sqrt() - 1.0 } else { 0.0 };
+        // The margin put the target under the one the step started from, on ground no window
+        // measured: a baseline there is compared with that target's window first.
+        let under = self.target < p.from * (1.0 - MIN_STEP / 2.0);
         // A climb proved the ground under the restored target, unless it jumped over it.
         if self.step < MIN_STEP && ((self.climbed && !self.skipped) || self.down_known_futile()) {
-            // The margin put the target under the one the step started from, on ground no
-            // window measured: a load whose work follows its interrupts (request/response,
-            // closed loops) loses there what the target it went under was measured to do. A
-            // baseline there, compared with that target's window, before parking or asking
-            // one step below. (Where the search goes on below instead, its steps down ask
-            // that ground.)
-            if self.target < p.from * (1.0 - MIN_STEP / 2.0) {
+            // A load whose work follows its interrupts (request/response, closed loops) loses
+            // under the margin what the target it went under was measured to do: checked
+            // before parking or asking one step below.
+            if under {
                 self.margin_check = Some(MarginCheck {
                     from: p.from,
                     base: p.base,
@@ -1594,13 +1594,12 @@ impl KneeFinder {
                 // no room above: a 5% step read "bought nothing" and parked for good).
                 self.step = FIRST_STEP;
                 self.next_dir = Dir::Down;
-                if self.target < p.from * (1.0 - MIN_STEP / 2.0) {
-                    // The margin went under the target the step started from: its baseline
-                    // is compared with that target's window first, as where a climb proved
-                    // the ground (held-out gen-79-18: a recheck from 1 M/s over a
-                    // request/response load of its own 0.99 M/s read -1.3%, the margin held
-                    // it at 0.7 M/s and the step below it, -5.8%, sent it back there, never
-                    // compared with 1 M/s: p95 2x `moderation=none` for the rest of the run).
+                if under {
+                    // Here too, before the step below (held-out gen-79-18: a recheck from 1
+                    // M/s over a request/response load of its own 0.99 M/s read -1.3%, the
+                    // margin held it at 0.7 M/s and the step below it, -5.8%, sent it back
+                    // there, never compared with 1 M/s: p95 2x `moderation=none` for the rest
+                    // of the run).
                     self.margin_check = Some(MarginCheck {
                         from: p.from,
                         base: p.base,
