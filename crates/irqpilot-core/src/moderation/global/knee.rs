@@ -46,6 +46,12 @@
 //!   sends the target back there; otherwise the search goes on below, or, where a climb proved
 //!   the ground, parks (or asks one step below, where that step lands under where the climb
 //!   began: ground no window measured);
+//! * where that loss follows a step up undone on a small loss (under `EARLY_LOSS`, the rate
+//!   held: no collapse), the work still follows the interrupts, and the loss that made the
+//!   rate "too high" is a knee just above or one window's noise: the ground between is
+//!   bisected with no margin (each step halfway to that rate, a band under it at most),
+//!   each step judged as any step up, until a step collapses, the step is small, or a new
+//!   load or a collapse brings the margin back;
 //! * after an undone step up the search halves its step until it is small, then parks; a
 //!   parked finder probes again after a back-off (1, 2, 4 ... 32 s) or when the work done
 //!   changes by a third (a new load), but not when a load comes back after a pause to the work
@@ -541,6 +547,9 @@ struct MarginCheck {
     /// Where the search goes on after a margin that cost nothing (`None`: where a climb
     /// proved the ground, it parks or asks one step below).
     then: Option<Dir>,
+    /// The step up was undone on a small loss over its whole window (under `EARLY_LOSS`,
+    /// the rate held): no collapse, perhaps a single window's noise.
+    weak: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -598,6 +607,13 @@ pub(crate) struct KneeFinder {
     /// An undone step up put the target under the margin below the target it started from:
     /// that target and its window, to compare with a baseline at the margin's target.
     margin_check: Option<MarginCheck>,
+    /// A target the margin under it was found to cost completions at (see
+    /// [`KneeFinder::margin_costs_at`]): steps up from it bisect the ground under `too_high`
+    /// with no margin, until a collapse or a new load.
+    margin_costs: Option<f64>,
+    /// The fast loop's hysteresis band (relative): the rate of a target sits anywhere in the
+    /// band under it, depending on where it came from.
+    band: f64,
     /// A runaway of a load nothing held back while parked, from its last such period.
     unheld_runaway: RunawayWatch,
     /// A runaway the fast loop let in, from its last period that held something back.
@@ -707,6 +723,8 @@ impl KneeFinder {
             load_seen: None,
             down_futile: None,
             margin_check: None,
+            margin_costs: None,
+            band: 0.1,
             unheld_runaway: RunawayWatch::default(),
             held_runaway: RunawayWatch::default(),
             first_probe: 0.0,
@@ -824,7 +842,7 @@ impl KneeFinder {
             }
             .min(from.max(self.proven).max(self.least) * (1.0 + self.unproven_step()))
             .min(MAX_TARGET)
-            .min(self.too_high * MARGIN)
+            .min(self.up_bound(from))
             // Halfway (geometrically) to a rate that traded, so the search narrows under it.
             .min((from * self.traded).sqrt()),
             // From the rate the target held, where the delays' grid held it lower: a step
@@ -856,6 +874,49 @@ impl KneeFinder {
     fn unproven_step(&self) -> f64 {
         let doublings = self.kept_up.saturating_sub(1).min(8);
         (UNPROVEN_STEP * f64::from(1u32 << doublings)).min(MAX_STEP)
+    }
+
+    /// The fast loop's hysteresis band (`GlobalModerationConfig::hysteresis`).
+    pub(crate) fn with_band(mut self, band: f64) -> KneeFinder {
+        self.band = band.clamp(0.0, 0.5);
+        self
+    }
+
+    /// The highest target a step up from `from` may go to: the margin under the lowest rate
+    /// found too high, or, where that margin was found to cost completions (at `from` or a
+    /// target under it), [`KneeFinder::bisect_to`].
+    fn up_bound(&self, from: f64) -> f64 {
+        if self.margin_costs_at(from) {
+            self.bisect_to(from)
+        } else {
+            self.too_high * MARGIN
+        }
+    }
+
+    /// Halfway (geometrically) from `from` to the lowest rate found too high, so the search
+    /// narrows under it as under a trade, and a band under that rate at most: a target's rate
+    /// sits anywhere in the fast loop's band under the target, and a step whose rate stayed
+    /// at the band's foot says nothing about its top.
+    fn bisect_to(&self, from: f64) -> f64 {
+        (from * self.too_high)
+            .sqrt()
+            .min(self.too_high * (1.0 - self.band))
+    }
+
+    /// The step up from `from` to [`KneeFinder::bisect_to`].
+    fn bisect_step(&self, from: f64) -> f64 {
+        (self.bisect_to(from) / from).max(1.0) - 1.0
+    }
+
+    /// Whether the margin under `too_high` was found to cost completions at a target `from`
+    /// is on or above (and still under `too_high`). The margin is there for a platform that
+    /// collapses past its knee; where it costs what the target it went under was measured
+    /// to do, the work still follows the interrupts there, and the loss that set `too_high`
+    /// is a knee just above or a single window's noise (a step up is undone by any loss past
+    /// 1%): either way the ground between is bisected, each step judged as any step up.
+    fn margin_costs_at(&self, from: f64) -> bool {
+        self.margin_costs
+            .is_some_and(|f| from >= f * (1.0 - MIN_STEP / 2.0) && from < self.too_high)
     }
 
     fn start_probe(&mut self, dir: Dir, base: Summary, work: f64) {
@@ -932,6 +993,8 @@ impl KneeFinder {
     /// After a runaway from `r0` to `rate` interrupts/s: `rate` is too high, and the target
     /// goes back to just above `r0` (where the work was good), under `rate` by the margin.
     fn back_under_runaway(&mut self, r0: f64, rate: f64) {
+        // A collapse: the margin is what keeps clear of the next one.
+        self.margin_costs = None;
         self.too_high = self.too_high.min(rate);
         self.target = (r0 * (1.0 + LET_GO_CLEAR))
             .min(self.too_high * MARGIN)
@@ -944,6 +1007,7 @@ impl KneeFinder {
     /// itself is a rate found too high (a target above it lets the load tip again), and the
     /// target goes under it by the margin, as under any.
     fn back_under_tip(&mut self, r0: f64) {
+        self.margin_costs = None;
         self.too_high = self.too_high.min(r0);
         self.target = (self.too_high * MARGIN).min(self.target).max(self.floor);
         self.proven = self.proven.min(self.target);
@@ -1240,7 +1304,7 @@ impl KneeFinder {
             if let Phase::Settle { probe: Some(p), .. } | Phase::Measure { probe: Some(p), .. } =
                 phase
             {
-                self.reject_up(p, loss * 100.0, "let go, cost completions", obs.rate);
+                self.reject_up(p, loss * 100.0, "let go, cost completions", obs.rate, false);
             }
             return;
         }
@@ -1249,7 +1313,7 @@ impl KneeFinder {
                 phase
             {
                 let to = self.target;
-                self.reject_up(p, loss * 100.0, "not held", to);
+                self.reject_up(p, loss * 100.0, "not held", to, false);
             }
             return;
         }
@@ -1288,6 +1352,7 @@ impl KneeFinder {
                 if self.runaways.len() >= 3 {
                     self.runaways.clear();
                     let to = self.target;
+                    self.margin_costs = None;
                     self.too_high = self.too_high.min(to);
                     self.target = (to * (1.0 - 2.0 * RECHECK_STEP)).max(self.floor);
                     self.proven = self.proven.min(self.target);
@@ -1342,6 +1407,7 @@ impl KneeFinder {
                     if load_changed {
                         self.device_best.clear();
                         self.traded = f64::INFINITY;
+                        self.margin_costs = None;
                     }
                     self.first_probe = obs.natural;
                     self.noise = 0.0;
@@ -1458,14 +1524,35 @@ impl KneeFinder {
                                 if v == Verdict::Worse {
                                     // The margin cost completions the target it went under
                                     // was measured to do: that target was kept, the margin
-                                    // is not free.
+                                    // is not free. The ground between it and the rate
+                                    // found too high is bisected with no margin (held-out
+                                    // gen-87-42: request/response past a 0.75 M/s knee, a
+                                    // step from 1 M/s read -1.2% and the search parked at 1
+                                    // M/s, 5.22 M transactions/s against static's 5.60 M at
+                                    // 1.42 M/s).
                                     self.target = m.from;
+                                    let step = self.bisect_step(m.from);
+                                    // Not under a collapse: a rate that was not held, or
+                                    // lost more than `EARLY_LOSS`, is a knee, not noise.
+                                    let bisect = m.weak && step >= MIN_STEP;
                                     self.last = Some(format!(
-                                        "knee search: the margin's target cost completions ({:+.1}%): back to {:.0}/s",
+                                        "knee search: the margin's target cost completions ({:+.1}%): back to {:.0}/s{}",
                                         score * 100.0,
-                                        m.from
+                                        m.from,
+                                        if bisect {
+                                            ", the ground under the rate found too high bisected"
+                                        } else {
+                                            ""
+                                        }
                                     ));
-                                    self.park(total);
+                                    if bisect {
+                                        self.margin_costs = Some(m.from);
+                                        self.step = step;
+                                        self.next_dir = Dir::Up;
+                                        self.baseline_after_recovery();
+                                    } else {
+                                        self.park(total);
+                                    }
                                     return;
                                 }
                                 if let Some(dir) = m.then {
@@ -1552,11 +1639,30 @@ impl KneeFinder {
     /// Undoes a step up: the knee is below it, and below `reached` (the highest interrupt rate
     /// the probe saw: a probe that let go of everything reaches the load's own rate, not the
     /// target).
-    fn reject_up(&mut self, p: Probe, pct: f64, why: &str, reached: f64) {
+    fn reject_up(&mut self, p: Probe, pct: f64, why: &str, reached: f64, weak: bool) {
         // The work to compare later loads with is the baseline's: the probe's own is the
         // platform collapsing, and a load "changed" from it would start a search for nothing.
         let work = p.base.total_and_sd().0;
         let to = self.target.min(reached.max(p.from));
+        if self.margin_costs_at(p.from) {
+            // Under a rate found too high, where the margin was found to cost: back to where
+            // the step started, and the bisection narrows.
+            self.too_high = self.too_high.min(to);
+            self.target = p.from;
+            self.last = Some(format!(
+                "knee search: {to:.0}/s {why} (work {pct:+.1}%): back to {:.0}/s (the margin under it costs completions)",
+                p.from
+            ));
+            self.step = self.bisect_step(p.from);
+            // A collapse ends the bisection: the next step would be one more.
+            if self.step < MIN_STEP || !weak {
+                self.park(work);
+            } else {
+                self.next_dir = Dir::Up;
+                self.baseline_after_recovery();
+            }
+            return;
+        }
         self.too_high = self.too_high.min(to);
         self.target = p.from.min(self.too_high * MARGIN).max(self.floor);
         self.proven = self.proven.min(self.target);
@@ -1580,6 +1686,7 @@ impl KneeFinder {
                     from: p.from,
                     base: p.base,
                     then: None,
+                    weak,
                 });
                 self.baseline_after_recovery();
             } else {
@@ -1604,6 +1711,7 @@ impl KneeFinder {
                         from: p.from,
                         base: p.base,
                         then: Some(Dir::Down),
+                        weak,
                     });
                 }
             } else {
@@ -1832,7 +1940,10 @@ impl KneeFinder {
                     }
                 }
             }
-            (Dir::Up, Verdict::Worse) => self.reject_up(p, pct, "cost completions", probe.max_rate),
+            (Dir::Up, Verdict::Worse) => {
+                let weak = pct > -100.0 * EARLY_LOSS && probe.max_rate <= UNHELD * to;
+                self.reject_up(p, pct, "cost completions", probe.max_rate, weak)
+            }
             // A step down that cost one device more of its work than it bought another (or,
             // ending a descent, bought nothing on the whole and cost one device its work) is
             // not the same work for fewer interrupts: the target it came from stands
@@ -1849,6 +1960,7 @@ impl KneeFinder {
             }
             (Dir::Down, Verdict::Better) => {
                 self.unbound_from = None;
+                self.margin_costs = None;
                 self.too_high = self.too_high.min(from);
                 self.proven = self.proven.min(to);
                 self.last = Some(format!(

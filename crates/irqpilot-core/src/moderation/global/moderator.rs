@@ -156,7 +156,8 @@ const FLOOR_RESET: f64 = 0.5;
 impl GlobalModerator {
     /// A moderator with these parameters.
     pub fn new(cfg: GlobalModerationConfig) -> GlobalModerator {
-        let knee = KneeFinder::new(cfg.target_intr_rate, cfg.min_intr_rate, cfg.knee_search);
+        let knee = KneeFinder::new(cfg.target_intr_rate, cfg.min_intr_rate, cfg.knee_search)
+            .with_band(cfg.hysteresis);
         let nvme = NvmeGrid::with_ceiling(cfg.delay_us);
         GlobalModerator {
             last_target: cfg.target_intr_rate,

@@ -650,6 +650,42 @@ fn the_margin_under_a_rejected_step_is_not_kept_where_it_costs_completions() {
 }
 
 #[test]
+fn a_margin_that_costs_completions_bisects_the_ground_under_the_rate_found_too_high() {
+    // Request/response whose transactions follow its interrupts up to a knee at 1.6 M/s
+    // (held-out gen-87-42: past a 0.75 M/s DMA knee, static's 1.42 M/s did 7% more than the
+    // 1 M/s the search parked at). The first step up's window reads 1-2% low (a single
+    // window's noise); the margin under it costs completions, the target goes back to 1
+    // M/s, and the search used to park there: no later step up could pass the margin under
+    // the rate that read low. Now the ground between is bisected, each step judged as any.
+    let knee = 1.6e6;
+    let work = |r: f64| 1e10 * (r / knee).min(1.0).powf(0.3) * (knee / r).min(1.0).powi(4);
+    let natural = 3e6;
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    let mut rate = natural;
+    let mut notes = Vec::new();
+    for i in 0..400 {
+        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+        let (r, binding) = banded_rate(rate, k.target(), natural, true);
+        rate = r;
+        // The first step up's window: 8% under what its rate does.
+        let low = if i < 30 && rate > 1.1e6 { 0.92 } else { 1.0 };
+        k.observe(&period(work(rate) * noise * low, rate, natural, binding));
+        notes.extend(k.take_note());
+    }
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("margin's target cost completions")),
+        "the margin was not checked: {notes:?}"
+    );
+    assert!(
+        k.target() >= 1.1e6 && rate <= knee,
+        "parked at {:.0}/s (rate {rate:.0}/s): {notes:?}",
+        k.target()
+    );
+}
+
+#[test]
 fn a_first_probe_undone_asks_the_ground_below_with_a_step_that_moves_the_rate() {
     // A line-rate bulk load on a platform whose knee (0.5 M/s) is half the starting target
     // (held-out gen-31-13: 48 queues of 3280 B at 40 Gb/s). The first probe up is undone; the
