@@ -618,14 +618,27 @@ fn banded_period(
 /// Runs the search for `periods` over a held load of this own rate under [`banded_rate`],
 /// with a little noise on the work; returns the last period's rate.
 fn run_banded(k: &mut KneeFinder, work: &dyn Fn(f64) -> f64, natural: f64, periods: u32) -> f64 {
+    run_banded_noted(k, &|_, r| work(r), natural, periods).0
+}
+
+/// [`run_banded`] with work that may depend on the period (`work(period, rate)`); returns the
+/// last period's rate and the search's notes.
+fn run_banded_noted(
+    k: &mut KneeFinder,
+    work: &dyn Fn(u32, f64) -> f64,
+    natural: f64,
+    periods: u32,
+) -> (f64, Vec<String>) {
     let mut rate = natural;
+    let mut notes = Vec::new();
     for i in 0..periods {
         let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
         let (r, binding) = banded_rate(rate, k.target(), natural, true);
         rate = r;
-        k.observe(&period(work(rate) * noise, rate, natural, binding));
+        k.observe(&period(work(i, rate) * noise, rate, natural, binding));
+        notes.extend(k.take_note());
     }
-    rate
+    (rate, notes)
 }
 
 #[test]
@@ -661,17 +674,9 @@ fn a_margin_that_costs_completions_bisects_the_ground_under_the_rate_found_too_h
     let work = |r: f64| 1e10 * (r / knee).min(1.0).powf(0.3) * (knee / r).min(1.0).powi(4);
     let natural = 3e6;
     let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
-    let mut rate = natural;
-    let mut notes = Vec::new();
-    for i in 0..400 {
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        let (r, binding) = banded_rate(rate, k.target(), natural, true);
-        rate = r;
-        // The first step up's window: 8% under what its rate does.
-        let low = if i < 30 && rate > 1.1e6 { 0.92 } else { 1.0 };
-        k.observe(&period(work(rate) * noise * low, rate, natural, binding));
-        notes.extend(k.take_note());
-    }
+    // The first step up's window: 8% under what its rate does.
+    let low = |i: u32, r: f64| if i < 30 && r > 1.1e6 { 0.92 } else { 1.0 };
+    let (rate, notes) = run_banded_noted(&mut k, &|i, r| work(r) * low(i, r), natural, 400);
     assert!(
         notes
             .iter()
@@ -695,16 +700,8 @@ fn a_margin_that_buys_nothing_after_a_small_loss_goes_back_to_the_higher_target(
     let work = |_: f64| 1e10;
     let natural = 12e6;
     let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
-    let mut rate = natural;
-    let mut notes = Vec::new();
-    for i in 0..300 {
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        let (r, binding) = banded_rate(rate, k.target(), natural, true);
-        rate = r;
-        let short = if i < 120 && rate > 5.2e6 { 0.98 } else { 1.0 };
-        k.observe(&period(work(rate) * noise * short, rate, natural, binding));
-        notes.extend(k.take_note());
-    }
+    let short = |i: u32, r: f64| if i < 120 && r > 5.2e6 { 0.98 } else { 1.0 };
+    let (_, notes) = run_banded_noted(&mut k, &|i, r| work(r) * short(i, r), natural, 300);
     assert!(
         notes.iter().any(|n| n.contains("cost completions")),
         "no step up was undone: {notes:?}"
