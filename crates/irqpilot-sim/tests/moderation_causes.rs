@@ -811,9 +811,9 @@ fn heldout_with(seed: u64, i: usize, pairs: &[(&str, &str)]) -> Scenario {
 /// machine (request/response on 18 queues of a 400G NIC past a 0.75 M/s knee, whose
 /// transactions follow its interrupts well past it: static's 1.42 M/s does more than 1 M/s).
 /// The first step up (1.0 -> 1.2 M/s) reads -1.2% over its window, and the margin under it
-/// (0.84 M/s) costs 2.5%: the target goes back to 1 M/s. Before stop 38 the search parked there (5.22 M transactions/s
-/// and p99 33.2 us against static's 5.60 M and 32.3 us); now the ground under 1.2 M/s is
-/// bisected, and the p99 is under static's.
+/// (0.84 M/s) costs 2.5%: the target goes back to 1 M/s. Before stop 38 the search parked
+/// there (5.22 M transactions/s and p99 33.2 us against static's 5.60 M and 32.3 us); now the
+/// ground under 1.2 M/s is bisected, and the p99 is under static's.
 #[test]
 fn a_margin_that_costs_completions_does_not_park_the_search_under_static() {
     let irq = run(heldout_with(87, 42, &[("moderation", "irqpilot")]));

@@ -994,12 +994,17 @@ impl KneeFinder {
         }
     }
 
+    /// A collapse showed `rate` too high: the margin under it is what keeps clear of the next
+    /// one, wherever it had been found to cost.
+    fn collapsed_at(&mut self, rate: f64) {
+        self.margin_costs = None;
+        self.too_high = self.too_high.min(rate);
+    }
+
     /// After a runaway from `r0` to `rate` interrupts/s: `rate` is too high, and the target
     /// goes back to just above `r0` (where the work was good), under `rate` by the margin.
     fn back_under_runaway(&mut self, r0: f64, rate: f64) {
-        // A collapse: the margin is what keeps clear of the next one.
-        self.margin_costs = None;
-        self.too_high = self.too_high.min(rate);
+        self.collapsed_at(rate);
         self.target = (r0 * (1.0 + LET_GO_CLEAR))
             .min(self.too_high * MARGIN)
             .min(self.target)
@@ -1011,8 +1016,7 @@ impl KneeFinder {
     /// itself is a rate found too high (a target above it lets the load tip again), and the
     /// target goes under it by the margin, as under any.
     fn back_under_tip(&mut self, r0: f64) {
-        self.margin_costs = None;
-        self.too_high = self.too_high.min(r0);
+        self.collapsed_at(r0);
         self.target = (self.too_high * MARGIN).min(self.target).max(self.floor);
         self.proven = self.proven.min(self.target);
     }
@@ -1356,8 +1360,7 @@ impl KneeFinder {
                 if self.runaways.len() >= 3 {
                     self.runaways.clear();
                     let to = self.target;
-                    self.margin_costs = None;
-                    self.too_high = self.too_high.min(to);
+                    self.collapsed_at(to);
                     self.target = (to * (1.0 - 2.0 * RECHECK_STEP)).max(self.floor);
                     self.proven = self.proven.min(self.target);
                     self.last = Some(format!(
@@ -1661,37 +1664,33 @@ impl KneeFinder {
         // platform collapsing, and a load "changed" from it would start a search for nothing.
         let work = p.base.total_and_sd().0;
         let to = self.target.min(reached.max(p.from));
-        if self.margin_costs_at(p.from) {
-            // Under a rate found too high, where the margin was found to cost: back to where
-            // the step started, and the bisection narrows.
+        // Back to where the step started, with no margin: under a rate found too high where
+        // the margin was found to cost (the bisection narrows), or after a periodic recheck's
+        // small loss (the rate held: no collapse), which says the parked target is still the
+        // best; the margin is for a knee a collapse showed (held-out gen-79-18: a recheck's
+        // -1.3% from 1 M/s held a request/response load at the margin's 0.7 M/s for 130 ms
+        // before its check sent it back, p99 1.27x `none`).
+        let bisecting = self.margin_costs_at(p.from);
+        if bisecting || (weak && self.recheck) {
             self.too_high = self.too_high.min(to);
             self.target = p.from;
             self.last = Some(format!(
-                "knee search: {to:.0}/s {why} (work {pct:+.1}%): back to {:.0}/s (the margin under it costs completions)",
-                p.from
+                "knee search: {to:.0}/s {why} (work {pct:+.1}%): back to {:.0}/s{}",
+                p.from,
+                if bisecting {
+                    " (the margin under it costs completions)"
+                } else {
+                    ""
+                }
             ));
-            self.step = self.bisect_step(p.from);
             // A collapse ends the bisection: the next step would be one more.
-            if self.step < MIN_STEP || !weak {
-                self.park(work);
-            } else {
+            if bisecting && weak && self.bisect_step(p.from) >= MIN_STEP {
+                self.step = self.bisect_step(p.from);
                 self.next_dir = Dir::Up;
                 self.baseline_after_recovery();
+            } else {
+                self.park(work);
             }
-            return;
-        }
-        if weak && self.recheck {
-            // A periodic recheck's small loss (the rate held: no collapse) says the parked
-            // target is still the best; the margin is for a knee a collapse showed (held-out
-            // gen-79-18: a recheck's -1.3% from 1 M/s held a request/response load at the
-            // margin's 0.7 M/s for 130 ms before its check sent it back, p99 1.27x `none`).
-            self.too_high = self.too_high.min(to);
-            self.target = p.from;
-            self.last = Some(format!(
-                "knee search: {to:.0}/s {why} (work {pct:+.1}%): back to {:.0}/s",
-                p.from
-            ));
-            self.park(work);
             return;
         }
         self.too_high = self.too_high.min(to);
@@ -1991,8 +1990,7 @@ impl KneeFinder {
             }
             (Dir::Down, Verdict::Better) => {
                 self.unbound_from = None;
-                self.margin_costs = None;
-                self.too_high = self.too_high.min(from);
+                self.collapsed_at(from);
                 self.proven = self.proven.min(to);
                 self.last = Some(format!(
                     "knee search: target {from:.0} -> {to:.0}/s bought completions ({pct:+.1}%)"

@@ -1511,10 +1511,10 @@ fn a_kept_jump_the_load_still_binds_at_asks_the_ground_below() {
     // Held-out gen-67-26 (a 100G NIC of 313 B packets past a 2.84 M/s knee): at the 1 M/s
     // start the load is held back (its work follows its interrupts up to 1.5 M/s), and its
     // arrival, unheld at 9.2 M/s past the knee, did more than that: the first probe jumps to
-    // its own rate and is kept, measured 3% over the start. The load, less held there, binds at it still,
-    // and the climb went on upwards from the jump, never asking the ground it skipped: 1.02
-    // of GSIM where climbing from the start gave 1.84. A kept jump that bought little now asks
-    // one step down whether the load binds there or not, and the descent finds the knee.
+    // its own rate and is kept, measured 3% over the start. The load, less held there, binds
+    // at it still, and the climb went on upwards from the jump, never asking the ground it
+    // skipped: 1.02 of GSIM where climbing from the start gave 1.84. A kept jump now asks one
+    // step down whether the load binds there or not, and the descent finds the knee.
     let knee = 2_840_000.0;
     // Past the knee the platform's DMA efficiency falls, to a floor of 70% by 9 M/s.
     let work = |r: f64| 1e10 * (r / 1.47e6).min(1.0) * (knee / r).min(1.0).powf(0.3).max(0.7);
