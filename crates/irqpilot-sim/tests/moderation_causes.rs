@@ -807,6 +807,26 @@ fn heldout_with(seed: u64, i: usize, pairs: &[(&str, &str)]) -> Scenario {
         .unwrap()
 }
 
+/// Held-out machine `i` of `seed` (with `pairs` set) under irqpilot against `moderation=none`:
+/// the first workload's p95 within `p95` times `none`'s and its p99 within 1.10 times.
+fn within_none(seed: u64, i: usize, pairs: &[(&str, &str)], p95: f64) {
+    let under = |m| {
+        let mut all = pairs.to_vec();
+        all.push(("moderation", m));
+        run(heldout_with(seed, i, &all))
+    };
+    let lat = |r: &Report| r.workloads[0].latency_us.clone().unwrap();
+    let (a, b) = (lat(&under("irqpilot")), lat(&under("none")));
+    assert!(
+        a.p95 <= p95 * b.p95 && a.p99 <= 1.10 * b.p99,
+        "p95 {:.1} / p99 {:.1} us against none's {:.1} / {:.1}",
+        a.p95,
+        a.p99,
+        b.p95,
+        b.p99
+    );
+}
+
 /// Never worse than static moderation on both throughput and p99, on held-out gen-87-42's
 /// machine (request/response on 18 queues of a 400G NIC past a 0.75 M/s knee, whose
 /// transactions follow its interrupts well past it: static's 1.42 M/s does more than 1 M/s).
@@ -837,18 +857,7 @@ fn a_margin_that_costs_completions_does_not_park_the_search_under_static() {
 /// `none` on stop 37's build); now the parked target stands.
 #[test]
 fn a_rechecks_small_loss_costs_no_latency_at_medium_load() {
-    let irq = run(heldout_with(79, 18, &[("moderation", "irqpilot")]));
-    let none = run(heldout_with(79, 18, &[("moderation", "none")]));
-    let lat = |r: &Report| r.workloads[0].latency_us.clone().unwrap();
-    let (a, b) = (lat(&irq), lat(&none));
-    assert!(
-        a.p95 <= 1.05 * b.p95 && a.p99 <= 1.10 * b.p99,
-        "p95 {:.1} / p99 {:.1} us against none's {:.1} / {:.1}",
-        a.p95,
-        a.p99,
-        b.p95,
-        b.p99
-    );
+    within_none(79, 18, &[], 1.05);
 }
 
 /// The low-load promise on held-out gen-78-1's machine (bulk on 128 queues of a 25G NIC at
@@ -858,18 +867,7 @@ fn a_rechecks_small_loss_costs_no_latency_at_medium_load() {
 /// against `none`'s 4.4). A single period over the target from under it is now a burst.
 #[test]
 fn bursts_of_one_period_cost_the_quiet_after_them_no_latency() {
-    let irq = run(heldout_with(78, 1, &[("moderation", "irqpilot")]));
-    let none = run(heldout_with(78, 1, &[("moderation", "none")]));
-    let lat = |r: &Report| r.workloads[0].latency_us.clone().unwrap();
-    let (a, b) = (lat(&irq), lat(&none));
-    assert!(
-        a.p95 <= 1.05 * b.p95 && a.p99 <= 1.10 * b.p99,
-        "p95 {:.1} / p99 {:.1} us against none's {:.1} / {:.1}",
-        a.p95,
-        a.p99,
-        b.p95,
-        b.p99
-    );
+    within_none(78, 1, &[], 1.05);
 }
 
 /// Held-out gen-67-32's machine (request/response on 81 queues of a DIM 40G NIC beside 15
@@ -879,17 +877,5 @@ fn bursts_of_one_period_cost_the_quiet_after_them_no_latency() {
 /// over the first second the requests' p99 was 1.69x `none`'s. They go at once now.
 #[test]
 fn an_undone_step_below_leaves_no_delays_behind() {
-    let pairs = |m| [("moderation", m), ("duration_ms", "1000")];
-    let irq = run(heldout_with(67, 32, &pairs("irqpilot")));
-    let none = run(heldout_with(67, 32, &pairs("none")));
-    let lat = |r: &Report| r.workloads[0].latency_us.clone().unwrap();
-    let (a, b) = (lat(&irq), lat(&none));
-    assert!(
-        a.p95 <= 1.10 * b.p95 && a.p99 <= 1.10 * b.p99,
-        "p95 {:.1} / p99 {:.1} us against none's {:.1} / {:.1}",
-        a.p95,
-        a.p99,
-        b.p95,
-        b.p99
-    );
+    within_none(67, 32, &[("duration_ms", "1000")], 1.10);
 }

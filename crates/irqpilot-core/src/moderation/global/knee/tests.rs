@@ -486,6 +486,38 @@ fn a_climb_that_buys_completions_does_not_wait_out_every_window() {
     );
 }
 
+/// Period `i` of a load of `natural` interrupts/s of its own doing `work(rate)`: it arrives
+/// at period 0, seen with nothing held back; after that the fast loop holds it at the finder's
+/// target and lets its delays go by half the way a period (`rate` carries the rate over).
+fn arriving(
+    k: &KneeFinder,
+    work: &dyn Fn(f64) -> f64,
+    natural: f64,
+    rate: &mut f64,
+    i: u32,
+) -> Observation {
+    let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+    if i == 0 {
+        *rate = natural;
+        return Observation {
+            unheld: true,
+            ..period(work(natural) * noise, natural, natural, true)
+        };
+    }
+    let to = k.target().min(natural);
+    *rate = if to > *rate {
+        *rate + 0.5 * (to - *rate)
+    } else {
+        to
+    };
+    period(
+        work(*rate) * noise,
+        *rate,
+        natural,
+        natural >= 0.9 * k.target(),
+    )
+}
+
 #[test]
 fn a_kept_jump_asks_the_ground_it_skipped_even_when_the_next_step_is_undone() {
     // Request/response traffic on a healthy platform with few CPUs (held-out gen-26-45: 8.1
@@ -503,28 +535,7 @@ fn a_kept_jump_asks_the_ground_it_skipped_even_when_the_next_step_is_undone() {
     let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
     let mut rate: f64 = natural;
     for i in 0..200u32 {
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        let obs = if i == 0 {
-            // The arrival, seen with nothing held back.
-            Observation {
-                unheld: true,
-                ..period(work(natural) * noise, natural, natural, true)
-            }
-        } else {
-            // The fast loop lets its delays go by half the way a period.
-            let to = k.target().min(natural);
-            rate = if to > rate {
-                rate + 0.5 * (to - rate)
-            } else {
-                to
-            };
-            period(
-                work(rate) * noise,
-                rate,
-                natural,
-                natural >= 0.9 * k.target(),
-            )
-        };
+        let obs = arriving(&k, &work, natural, &mut rate, i);
         k.observe(&obs);
     }
     let t = k.target().min(natural);
@@ -552,26 +563,7 @@ fn a_step_below_undone_over_the_loads_own_rate_lets_its_delays_go() {
     let mut rate: f64 = natural;
     let (mut was_over, mut stepped_below, mut undone) = (false, false, None);
     for i in 0..100u32 {
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        let obs = if i == 0 {
-            Observation {
-                unheld: true,
-                ..period(work(natural) * noise, natural, natural, true)
-            }
-        } else {
-            let to = k.target().min(natural);
-            rate = if to > rate {
-                rate + 0.5 * (to - rate)
-            } else {
-                to
-            };
-            period(
-                work(rate) * noise,
-                rate,
-                natural,
-                natural >= 0.9 * k.target(),
-            )
-        };
+        let obs = arriving(&k, &work, natural, &mut rate, i);
         k.observe(&obs);
         let released = k.take_release();
         let over = k.target() > natural;
