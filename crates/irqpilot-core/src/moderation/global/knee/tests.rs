@@ -409,6 +409,39 @@ fn a_descent_at_line_rate_ends_on_the_safe_side_of_the_knee() {
 }
 
 #[test]
+fn rechecks_do_not_climb_back_over_a_descents_safe_side() {
+    // The line-rate load above (held-out gen-82-47: a DIM 40G NIC at line rate past a 0.70
+    // M/s knee): the descent ends on the safe side, and the work stays flat from there up to
+    // where the platform's capacity falls under the line rate. The periodic rechecks stepped
+    // up through that flat stretch, each kept because it cost nothing: a climb of 60 ms steps
+    // back towards the ambiguity the descent had resolved. A recheck that buys nothing under
+    // the descent's upper target is not kept.
+    let knee = 700_000.0;
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    let mut targets = Vec::new();
+    for i in 0..1500u32 {
+        let rate = k.target();
+        let capacity = if rate > knee { knee / rate } else { 1.0 };
+        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+        k.observe(&period(
+            1e10 * capacity.min(0.9) * noise,
+            rate,
+            3_000_000.0,
+            true,
+        ));
+        targets.push(k.target());
+    }
+    // Parked after the descent by period 100; the rechecks at 1, 2, 4 and 8 s probe above
+    // it for a window each and come back.
+    let (ended, last) = (targets[100], targets[targets.len() - 1]);
+    let above = targets[100..].iter().filter(|&&t| t > ended).count();
+    assert!(
+        last <= ended && above <= 60,
+        "parked at {ended:.0}/s after the descent, at {last:.0}/s at the end, {above} periods above"
+    );
+}
+
+#[test]
 fn the_fast_loops_last_correction_before_a_step_is_not_a_knee() {
     // Request/response traffic on a healthy platform: the work follows the interrupt rate.
     // The period in which a step up is decided, the fast loop may still correct the rate
