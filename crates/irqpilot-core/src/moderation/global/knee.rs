@@ -55,6 +55,8 @@
 //!   either, the higher target wins (fewer delays) and the search parks there;
 //! * a step down undone back to a target over the load's own rate (nothing binds there) lets
 //!   the step's delays go at once: relax steps would hold the load back for nothing;
+//! * a periodic recheck that buys nothing up to the upper target of the step that ended a
+//!   descent on its safe side is not kept: the descent already resolved that ambiguity;
 //! * a periodic recheck undone on a small loss goes straight back to the parked target, with
 //!   no margin: a collapse would not read as a small loss, and the margin's 70% held a
 //!   request/response load back for the 130 ms its check takes;
