@@ -371,15 +371,10 @@ fn a_periodic_recheck_does_not_probe_down_from_a_steady_rate() {
     );
 }
 
-#[test]
-fn a_descent_at_line_rate_ends_on_the_safe_side_of_the_knee() {
-    // A load at line rate on a platform that collapses past 700 k/s: the platform's capacity
-    // falls as knee / rate, but the work stays at the line rate until the capacity drops under
-    // it (here at 1/0.9 of the knee). A descent from a collapse buys completions step by step;
-    // the step that buys nothing more may start from a target inside that flat stretch, past
-    // the knee, where the work hides a platform at 90% efficiency (every burst there crosses
-    // further). The lower target of that step is where the descent ends.
-    let knee = 700_000.0;
+/// The targets, period by period over 15 s, of a finder before a load at line rate on a
+/// platform that collapses past `knee`: its capacity falls as knee / rate, and the work stays
+/// at the line rate until the capacity drops under it (at 1/0.9 of the knee).
+fn line_rate_targets(knee: f64) -> Vec<f64> {
     let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
     let mut targets = Vec::new();
     for i in 0..1500u32 {
@@ -394,6 +389,19 @@ fn a_descent_at_line_rate_ends_on_the_safe_side_of_the_knee() {
         ));
         targets.push(k.target());
     }
+    targets
+}
+
+#[test]
+fn a_descent_at_line_rate_ends_on_the_safe_side_of_the_knee() {
+    // A load at line rate on a platform that collapses past 700 k/s: the platform's capacity
+    // falls as knee / rate, but the work stays at the line rate until the capacity drops under
+    // it (here at 1/0.9 of the knee). A descent from a collapse buys completions step by step;
+    // the step that buys nothing more may start from a target inside that flat stretch, past
+    // the knee, where the work hides a platform at 90% efficiency (every burst there crosses
+    // further). The lower target of that step is where the descent ends.
+    let knee = 700_000.0;
+    let targets = line_rate_targets(knee);
     assert!(
         targets.iter().any(|&t| t > knee / 0.9),
         "the search never saw the collapse"
@@ -417,20 +425,7 @@ fn rechecks_do_not_climb_back_over_a_descents_safe_side() {
     // back towards the ambiguity the descent had resolved. A recheck that buys nothing under
     // the descent's upper target is not kept.
     let knee = 700_000.0;
-    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
-    let mut targets = Vec::new();
-    for i in 0..1500u32 {
-        let rate = k.target();
-        let capacity = if rate > knee { knee / rate } else { 1.0 };
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        k.observe(&period(
-            1e10 * capacity.min(0.9) * noise,
-            rate,
-            3_000_000.0,
-            true,
-        ));
-        targets.push(k.target());
-    }
+    let targets = line_rate_targets(knee);
     // Parked after the descent by period 100; the rechecks at 1, 2, 4 and 8 s probe above
     // it for a window each and come back.
     let (ended, last) = (targets[100], targets[targets.len() - 1]);
