@@ -864,7 +864,8 @@ fn a_rechecks_small_loss_costs_no_latency_at_medium_load() {
 /// 4.5% of its link; its flows start together, so the load comes as 10 ms at 2.3 M
 /// interrupts/s every 60 ms). Each burst was held once counted, at its end: the delays acted
 /// on the quiet after it, where the latency probe's packets waited them out (p95 45.3 us
-/// against `none`'s 4.4). A single period over the target from under it is now a burst.
+/// against `none`'s 4.4). A period over the target right after a quiet one (under half the
+/// target) is now a burst, not held.
 #[test]
 fn bursts_of_one_period_cost_the_quiet_after_them_no_latency() {
     within_none(78, 1, &[], 1.05);
@@ -874,7 +875,9 @@ fn bursts_of_one_period_cost_the_quiet_after_them_no_latency() {
 /// drives, medium load on a healthy platform, 8.8 M interrupts/s of its own): the jump to the
 /// load's own rate asks one step below (5.6 M/s), which loses 7.6%; back over the load's own
 /// rate, the step's delays (38-68 us on 75 queues) relaxed 12.5% a period for 220 ms, and
-/// over the first second the requests' p99 was 1.69x `none`'s. They go at once now.
+/// over the first second the requests' p95 and p99 were 1.44x and 1.69x `none`'s. They go at
+/// once now. One second (not the 3 s the low-load bounds are for) keeps the test short, and
+/// the search's own first steps weigh more in it: p95 within 1.10x here.
 #[test]
 fn an_undone_step_below_leaves_no_delays_behind() {
     within_none(67, 32, &[("duration_ms", "1000")], 1.10);

@@ -938,7 +938,8 @@ fn delays_that_hold_nothing_back_go_at_once() {
 /// together): 10 ms at 2.3 M interrupts/s every 60 ms, nothing in between. Each burst was
 /// counted at its end, held with delays of 2-52 us that acted only on the quiet after it (and
 /// the next burst), and the probe packets between bursts waited them out: p95 10x `none`. A
-/// single period over the target with nothing held is a burst; an overload lasts two.
+/// period over the target after a quiet one (under half the target), nothing held, is a
+/// burst; an overload lasts two.
 #[test]
 fn a_burst_of_one_period_is_not_held_and_an_overload_of_two_is() {
     let n = 128u32;
