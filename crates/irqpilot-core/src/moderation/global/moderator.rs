@@ -128,7 +128,8 @@ pub struct GlobalModerator {
     original: BTreeMap<IrqNum, Knob>,
     original_nvme: BTreeMap<String, (u8, u16)>,
     sent: BTreeMap<IrqNum, Sent>,
-    /// The last "unreachable" note, said again only when it changes.
+    /// What the last "unreachable" note said (target, NIC queues, NVMe vectors held), said
+    /// again only when that changes.
     unreachable: Option<String>,
     /// Periods decided so far.
     period: u64,
@@ -387,7 +388,6 @@ impl GlobalModerator {
         let ceiling = (1.25 * active as f64 * 1e6 / target)
             .min(latency_ceiling)
             .max(min);
-        self.check_reachable(m, &srcs, fixed_use, target, &mut notes);
 
         // Packets per second per interface, for the frame counts.
         let pps: HashMap<&str, f64> = rates
@@ -403,6 +403,7 @@ impl GlobalModerator {
         }
         let relax = device_total < relax_below;
         let nvme_in = nvme_inputs(knobs, &srcs, rates);
+        self.check_reachable(m, &srcs, &nvme_in, fixed_use, target, &mut notes);
         let nvme_least = self.nvme_least(&nvme_in);
         let dev_ceiling = self.light_devices(knobs, &srcs, nvme_least, fixed_use, target, ceiling);
         let least = self.least_rate(knobs, &srcs, nvme_least.0, fixed_use);
@@ -660,38 +661,80 @@ impl GlobalModerator {
     }
 
     /// Says (once per change) when the target cannot be met within the latency ceiling: every
-    /// active NIC queue held to `delay_us` still makes more than the target.
+    /// active NIC queue held to `delay_us`, and every NVMe vector at its largest threshold
+    /// and its longest aggregation time, still make more than the target.
     fn check_reachable(
         &mut self,
         m: &Machine,
         srcs: &[Src],
+        nvme_in: &BTreeMap<String, CtrlInput>,
         fixed_use: f64,
         target: f64,
         notes: &mut Vec<String>,
     ) {
         let per_queue = 1e6 / self.cfg.delay_us as f64;
         let (mut least, mut nic) = (fixed_use, 0usize);
+        let mut vectors: BTreeMap<&str, usize> = BTreeMap::new();
         for s in srcs {
             match m.moderation.knobs.get(&s.irq) {
                 Some(Knob::NicQueue { .. }) if s.rate > per_queue => {
                     least += per_queue;
                     nic += 1;
                 }
+                Some(Knob::NvmeController { controller, .. })
+                    if nvme_in.contains_key(controller) =>
+                {
+                    *vectors.entry(controller.as_str()).or_default() += usize::from(s.rate > 0.0);
+                }
                 _ => least += s.rate.min(per_queue),
             }
         }
+        // An NVMe interrupt carries at most its bound's completions and waits at most the
+        // longest aggregation time: the timer fires first where the bound fills more slowly.
+        let per_vector_timer = 1e6 / self.nvme.longest_wait_us();
+        let mut nvme = 0usize;
+        for (name, &n) in &vectors {
+            let c = &nvme_in[*name];
+            let Some(w) = c.completions.filter(|_| n > 0) else {
+                least += c.rate;
+                continue;
+            };
+            let per_vector = w / n as f64;
+            let bound = f64::from(self.nvme.bound(c));
+            let held = (per_vector / bound).max(per_vector.min(per_vector_timer));
+            let ctrl_least = c.rate.min(held * n as f64);
+            if ctrl_least > 0.0 {
+                nvme += n;
+            }
+            least += ctrl_least;
+        }
+        // Said again when the target or what holds it changes, not for every new estimate.
+        let key = (least > target).then(|| format!("{target:.0} {nic} {nvme}"));
+        if key == self.unreachable {
+            return;
+        }
+        self.unreachable = key;
         let msg = (least > target).then(|| {
+            let mut held = vec![];
+            if nic > 0 {
+                held.push(format!("{nic} busy NIC queues at most {per_queue:.0}/s each"));
+            }
+            if nvme > 0 {
+                held.push(format!(
+                    "{nvme} NVMe vectors at their reads-in-flight bound and {:.0} us of aggregation time",
+                    self.nvme.longest_wait_us()
+                ));
+            }
+            if held.is_empty() {
+                held.push("sources nothing holds".into());
+            }
             format!(
-                "target {target:.0}/s unreachable within the latency ceiling (delay_us {}): {nic} busy queues at most {per_queue:.0}/s each still make {least:.0}/s",
-                self.cfg.delay_us
+                "target {target:.0}/s unreachable within the latency ceiling (delay_us {}): {} still make {least:.0}/s",
+                self.cfg.delay_us,
+                held.join(" and ")
             )
         });
-        if msg != self.unreachable {
-            if let Some(m) = &msg {
-                notes.push(m.clone());
-            }
-            self.unreachable = msg;
-        }
+        notes.extend(msg);
     }
 
     /// The coalescing a NIC queue (now at `knob`) should have, if the moderator has a say.
