@@ -2044,7 +2044,7 @@ impl KneeFinder {
                 ));
                 self.park(work);
             }
-            (Dir::Down, Verdict::Same | Verdict::Worse) => {
+            (Dir::Down, v @ (Verdict::Same | Verdict::Worse)) => {
                 // An unheld load asked whether fewer interrupts buy it completions: they do
                 // not, and the target it ran under stands; the load runs unheld again at once.
                 let asked = self.unbound_from.take();
@@ -2056,8 +2056,14 @@ impl KneeFinder {
                 self.release |=
                     asked.is_some() || (self.natural > 0.0 && self.target > self.natural);
                 self.down_futile = Some((from, self.period));
+                // Said as measured: a step down that lost work cost completions.
+                let what = if v == Verdict::Worse {
+                    "cost completions"
+                } else {
+                    "bought nothing"
+                };
                 self.last = Some(format!(
-                    "knee search: {to:.0}/s bought nothing ({pct:+.1}%): target {:.0}/s",
+                    "knee search: {to:.0}/s {what} ({pct:+.1}%): target {:.0}/s",
                     self.target
                 ));
                 self.park(work);
