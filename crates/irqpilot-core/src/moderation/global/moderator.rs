@@ -661,8 +661,8 @@ impl GlobalModerator {
     }
 
     /// Says (once per change) when the target cannot be met within the latency ceiling: every
-    /// active NIC queue held to `delay_us`, and every NVMe vector at its largest threshold
-    /// and its longest aggregation time, still make more than the target.
+    /// active NIC queue held to `delay_us`, and every NVMe vector at its largest threshold,
+    /// still make more than the target.
     fn check_reachable(
         &mut self,
         m: &Machine,
@@ -689,9 +689,9 @@ impl GlobalModerator {
                 _ => least += s.rate.min(per_queue),
             }
         }
-        // An NVMe interrupt carries at most its bound's completions and waits at most the
-        // longest aggregation time: the timer fires first where the bound fills more slowly.
-        let per_vector_timer = 1e6 / self.nvme.longest_wait_us();
+        // An NVMe interrupt carries at most its bound's completions. The aggregation timer
+        // sets no floor: completions that land together are reaped together (deep queues
+        // carry more than a timer's worth an interrupt).
         let mut nvme = 0usize;
         for (name, &n) in &vectors {
             let c = &nvme_in[*name];
@@ -701,8 +701,7 @@ impl GlobalModerator {
             };
             let per_vector = w / n as f64;
             let bound = f64::from(self.nvme.bound(c));
-            let held = (per_vector / bound).max(per_vector.min(per_vector_timer));
-            let ctrl_least = c.rate.min(held * n as f64);
+            let ctrl_least = c.rate.min(per_vector / bound * n as f64);
             if ctrl_least > 0.0 {
                 nvme += n;
             }
@@ -720,10 +719,7 @@ impl GlobalModerator {
                 held.push(format!("{nic} busy NIC queues at most {per_queue:.0}/s each"));
             }
             if nvme > 0 {
-                held.push(format!(
-                    "{nvme} NVMe vectors at their reads-in-flight bound and {:.0} us of aggregation time",
-                    self.nvme.longest_wait_us()
-                ));
+                held.push(format!("{nvme} NVMe vectors at their reads-in-flight bound"));
             }
             if held.is_empty() {
                 held.push("sources nothing holds".into());

@@ -401,11 +401,6 @@ impl NvmeGrid {
         }
     }
 
-    /// The longest aggregation time the latency ceiling allows, us.
-    pub(crate) fn longest_wait_us(&self) -> f64 {
-        NVME_TIMER_US * f64::from(self.max_units.max(1))
-    }
-
     /// The aggregation time of coalesced controller `name`, 100 us units: one unless its
     /// threshold cannot bind (the longest the latency ceiling allows then).
     pub(crate) fn time_units(&self, name: &str) -> u8 {
