@@ -403,8 +403,8 @@ impl GlobalModerator {
         }
         let relax = device_total < relax_below;
         let nvme_in = nvme_inputs(knobs, &srcs, rates);
-        self.check_reachable(m, &srcs, &nvme_in, fixed_use, target, &mut notes);
         let nvme_least = self.nvme_least(&nvme_in);
+        self.check_reachable(m, &srcs, nvme_least.0, fixed_use, target, &mut notes);
         let dev_ceiling = self.light_devices(knobs, &srcs, nvme_least, fixed_use, target, ceiling);
         let least = self.least_rate(knobs, &srcs, nvme_least.0, fixed_use);
         // Under the band, delays that hold nothing back go at once: when every delayed queue's
@@ -661,51 +661,29 @@ impl GlobalModerator {
     }
 
     /// Says (once per change) when the target cannot be met within the latency ceiling: every
-    /// active NIC queue held to `delay_us`, and every NVMe vector at its largest threshold,
-    /// still make more than the target.
+    /// active NIC queue held to `delay_us`, and every NVMe controller at its least
+    /// ([`Self::nvme_least`]: an interrupt carries at most its reads-in-flight bound), still
+    /// make more than the target.
     fn check_reachable(
         &mut self,
         m: &Machine,
         srcs: &[Src],
-        nvme_in: &BTreeMap<String, CtrlInput>,
+        nvme_least: f64,
         fixed_use: f64,
         target: f64,
         notes: &mut Vec<String>,
     ) {
         let per_queue = 1e6 / self.cfg.delay_us as f64;
-        let (mut least, mut nic) = (fixed_use, 0usize);
-        let mut vectors: BTreeMap<&str, usize> = BTreeMap::new();
+        let (mut least, mut nic, mut nvme) = (fixed_use + nvme_least, 0usize, 0usize);
         for s in srcs {
             match m.moderation.knobs.get(&s.irq) {
                 Some(Knob::NicQueue { .. }) if s.rate > per_queue => {
                     least += per_queue;
                     nic += 1;
                 }
-                Some(Knob::NvmeController { controller, .. })
-                    if nvme_in.contains_key(controller) =>
-                {
-                    *vectors.entry(controller.as_str()).or_default() += usize::from(s.rate > 0.0);
-                }
+                Some(Knob::NvmeController { .. }) => nvme += usize::from(s.rate > 0.0),
                 _ => least += s.rate.min(per_queue),
             }
-        }
-        // An NVMe interrupt carries at most its bound's completions. The aggregation timer
-        // sets no floor: completions that land together are reaped together (deep queues
-        // carry more than a timer's worth an interrupt).
-        let mut nvme = 0usize;
-        for (name, &n) in &vectors {
-            let c = &nvme_in[*name];
-            let Some(w) = c.completions.filter(|_| n > 0) else {
-                least += c.rate;
-                continue;
-            };
-            let per_vector = w / n as f64;
-            let bound = f64::from(self.nvme.bound(c));
-            let ctrl_least = c.rate.min(per_vector / bound * n as f64);
-            if ctrl_least > 0.0 {
-                nvme += n;
-            }
-            least += ctrl_least;
         }
         // Said again when the target or what holds it changes, not for every new estimate.
         let key = (least > target).then(|| format!("{target:.0} {nic} {nvme}"));
@@ -713,24 +691,28 @@ impl GlobalModerator {
             return;
         }
         self.unreachable = key;
-        let msg = (least > target).then(|| {
-            let mut held = vec![];
-            if nic > 0 {
-                held.push(format!("{nic} busy NIC queues at most {per_queue:.0}/s each"));
-            }
-            if nvme > 0 {
-                held.push(format!("{nvme} NVMe vectors at their reads-in-flight bound"));
-            }
-            if held.is_empty() {
-                held.push("sources nothing holds".into());
-            }
-            format!(
-                "target {target:.0}/s unreachable within the latency ceiling (delay_us {}): {} still make {least:.0}/s",
-                self.cfg.delay_us,
-                held.join(" and ")
-            )
-        });
-        notes.extend(msg);
+        if least <= target {
+            return;
+        }
+        let mut held = vec![];
+        if nic > 0 {
+            held.push(format!(
+                "{nic} busy NIC queues at most {per_queue:.0}/s each"
+            ));
+        }
+        if nvme > 0 {
+            held.push(format!(
+                "{nvme} NVMe vectors at their reads-in-flight bound"
+            ));
+        }
+        if held.is_empty() {
+            held.push("sources nothing holds".into());
+        }
+        notes.push(format!(
+            "target {target:.0}/s unreachable within the latency ceiling (delay_us {}): {} still make {least:.0}/s",
+            self.cfg.delay_us,
+            held.join(" and ")
+        ));
     }
 
     /// The coalescing a NIC queue (now at `knob`) should have, if the moderator has a say.
