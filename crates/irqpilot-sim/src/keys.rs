@@ -182,7 +182,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "moderator.idle_tx",
-        "TX completions of a queue with nothing to moderate: `none` (an interrupt per completion) or `driver-default` (what the driver had; a delay then never puts them under it: one interrupt a request/response transaction instead of two, the completions' work joining the RX polls).",
+        "TX completions of a queue with nothing to moderate: `none` (an interrupt per completion), `driver-default` (what the driver had; a delay then never puts them under it: one interrupt a request/response transaction instead of two, the completions' work joining the RX polls) or `measured` (an interrupt per completion, unless a load above `target_intr_rate` that nothing holds back was measured to complete more with the driver's own setting: the knee search asks once per load).",
     ),
     (
         "moderator.kernel_soft",

@@ -170,6 +170,15 @@ fn latency_ratio(a: &Report, b: &Report, p: fn(&crate::report::Latency) -> f64) 
         .reduce(f64::max)
 }
 
+/// Whether `a` did worse than `b` on throughput (by more than 1%, the least class) and on p99
+/// (by more than 1%, the worst workload) alike: `vs-static`'s test. `None` where either is not
+/// measured.
+pub fn worse_on_both(a: &Report, b: &Report) -> Option<bool> {
+    let t = throughput_ratio(a, b)?;
+    let l = latency_ratio(a, b, |l| l.p99)?;
+    Some(t < 0.99 && l > 1.01)
+}
+
 /// Mean, and peak-to-peak over the mean, of the interrupt rate over `[from, to)` ms.
 fn steady(s: &[SeriesPoint], from: f64, to: f64) -> Option<(f64, f64)> {
     let v: Vec<f64> = s
@@ -342,14 +351,8 @@ pub fn evaluate(g: &Generated) -> Result<MachineResult, SimError> {
         }
         _ => {}
     }
-    if let (Some(t), Some(l)) = (
-        throughput_ratio(&irq, &st),
-        latency_ratio(&irq, &st, |l| l.p99),
-    ) {
-        values.insert(
-            Target::VsStatic,
-            if t < 0.99 && l > 1.01 { 1.0 } else { 0.0 },
-        );
+    if let Some(worse) = worse_on_both(&irq, &st) {
+        values.insert(Target::VsStatic, if worse { 1.0 } else { 0.0 });
     }
     Ok(MachineResult {
         name: sc.name.clone(),

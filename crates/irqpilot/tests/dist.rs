@@ -31,6 +31,9 @@ fn accepted_keys() -> BTreeSet<String> {
     tracer
         .trace_simple_type::<irqpilot_core::moderation::global::Idle>()
         .unwrap();
+    tracer
+        .trace_simple_type::<irqpilot_core::moderation::global::IdleTx>()
+        .unwrap();
     tracer.trace_simple_type::<Config>().unwrap();
     let registry = tracer.registry().unwrap();
     let mut out = BTreeSet::new();

@@ -65,6 +65,22 @@ pub enum Idle {
     DriverDefault,
 }
 
+/// What a queue's TX completions run at while the moderator has no reason to delay it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdleTx {
+    /// An interrupt per completion (`tx-usecs 0 tx-frames 1`).
+    #[default]
+    None,
+    /// Whatever the driver had before the moderator first changed it.
+    DriverDefault,
+    /// An interrupt per completion, unless a load that makes more than `target_intr_rate`
+    /// interrupts with nothing held back was measured to complete more with the driver's own
+    /// TX moderation (the knee search asks it once per load, docs/moderation.md, "TX
+    /// completions asked").
+    Measured,
+}
+
 /// Parameters of the global moderator (`[moderation]` in the configuration file).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -110,13 +126,15 @@ pub struct GlobalModerationConfig {
     /// or `driver-default` (what the driver had).
     pub idle: Idle,
     /// TX completions of a queue with nothing to moderate: `none` (an interrupt per
-    /// completion) or `driver-default` (what the driver had; a delay the moderator programs
-    /// then never puts them under it). A completion is written after its packet has left:
+    /// completion), `driver-default` (what the driver had; a delay the moderator programs
+    /// then never puts them under it) or `measured` (an interrupt per completion unless a
+    /// load past `target_intr_rate` with nothing held back completes more with the driver's
+    /// own setting, measured by the knee search). A completion is written after its packet has left:
     /// holding it back delays no packet of its own, but at 0 a request/response queue takes two
     /// interrupts a transaction (the request, the response's completion) where the driver's
     /// default takes one, and held back its processing joins the next RX poll, where the
     /// packets of that poll wait for it (docs/moderation.md, "TX completions").
-    pub idle_tx: Idle,
+    pub idle_tx: IdleTx,
     /// Whether to find the platform's knee by probing (the target then moves away from
     /// `target_intr_rate`, which is where it starts); off: the target stays fixed, as GSIM's.
     pub knee_search: bool,
@@ -152,7 +170,7 @@ impl Default for GlobalModerationConfig {
             exclude: Vec::new(),
             kernel_soft: true,
             idle: Idle::None,
-            idle_tx: Idle::None,
+            idle_tx: IdleTx::Measured,
             knee_search: true,
             min_intr_rate: 100_000.0,
         }

