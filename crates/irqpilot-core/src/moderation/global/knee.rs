@@ -600,7 +600,10 @@ struct TxQuestion {
     target: f64,
     /// The work of the load last asked (no new question until it changes by a third).
     asked: Option<f64>,
-    /// A climb of this load's search bought completions: its work follows its interrupts.
+    /// The steps up kept in the search under way, their gains summed.
+    climb: f64,
+    /// A climb of this load's search bought `SHARP_GAIN` or more: its work follows its
+    /// interrupts.
     worth: bool,
 }
 
@@ -891,7 +894,8 @@ impl KneeFinder {
         self.skipped = false;
         self.probed_down = false;
         self.climb_from = 0.0;
-        self.tx.worth |= self.climb_gained;
+        self.tx.worth |= self.tx.climb >= SHARP_GAIN;
+        self.tx.climb = 0.0;
         self.climb_gained = false;
         self.kept_up = 0;
     }
@@ -1300,10 +1304,12 @@ impl KneeFinder {
         // Only with nothing held back: where the target binds, the TX setting moves the rate
         // the fast loop holds, and the question is a disturbance of every queue's delay (held-out
         // gen-47-25, heavy past a 4.7 M/s knee: 160 ms of it, ripple 0.000 -> 0.255).
-        // And only where a climb of the load's search bought completions: a load whose work
-        // its interrupts do not hold back (bulk at line rate on a healthy platform) has
+        // And only where a climb of the load's search bought completions, `SHARP_GAIN` or
+        // more in all (what an unheld load's question needs to keep its step): a load whose
+        // work its interrupts do not hold back (bulk at line rate on a healthy platform) has
         // nothing for the driver's TX moderation to buy, and the question would only move
-        // its rate for a while (held-out gen-79-19: settled 190 -> 600 ms).
+        // its rate for a while (held-out gen-79-19: settled 190 -> 600 ms with any step's
+        // 1%; gen-132-12, a first step of +2.5% and nothing after: 310 -> 720 ms).
         let quiet = self.tx.worth
             && obs.unheld
             && !obs.binding
@@ -2131,6 +2137,7 @@ impl KneeFinder {
                     self.kept_up = kept_up + 1;
                 }
                 self.climb_gained |= score > MIN_EFFECT;
+                self.tx.climb += score;
                 self.skipped |= jumped;
                 self.proven = self.proven.max(to);
                 self.step = (self.step * 2.0).min(MAX_STEP);

@@ -1747,6 +1747,22 @@ fn a_load_its_interrupts_do_not_hold_back_is_not_asked_about_tx_completions() {
     let (held, notes) = tx_question(4_000_000.0, 0.0, 1.5, 600);
     assert!(held.iter().all(|&h| !h), "{notes:?}");
     assert!(tx_notes(&notes).is_empty(), "{notes:?}");
+    // Nor one whose climb bought under `SHARP_GAIN` in all: here its first step, 3.6%, and
+    // nothing past 1.25 M/s.
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true).with_tx_question(true);
+    let mut notes = Vec::new();
+    for i in 0..600 {
+        let mut obs = let_go(&k, i, 4_000_000.0, 0.0, 1.5, 1e10);
+        obs.work[0].1 *= (obs.rate.min(1_250_000.0) / 1_250_000.0).powf(0.16);
+        k.observe(&obs);
+        assert!(!k.tx_held(), "{notes:?}");
+        notes.extend(k.take_note());
+    }
+    assert!(
+        notes.iter().any(|n| n.contains("kept (work +3")),
+        "the first step bought: {notes:?}"
+    );
+    assert!(tx_notes(&notes).is_empty(), "{notes:?}");
 }
 
 #[test]
