@@ -129,11 +129,11 @@ pub struct GlobalModerationConfig {
     /// completion), `driver-default` (what the driver had; a delay the moderator programs
     /// then never puts them under it) or `measured` (an interrupt per completion unless a
     /// load past `target_intr_rate` with nothing held back completes more with the driver's
-    /// own setting, measured by the knee search). A completion is written after its packet has left:
-    /// holding it back delays no packet of its own, but at 0 a request/response queue takes two
-    /// interrupts a transaction (the request, the response's completion) where the driver's
-    /// default takes one, and held back its processing joins the next RX poll, where the
-    /// packets of that poll wait for it (docs/moderation.md, "TX completions").
+    /// own setting, measured by the knee search). A completion is written after its packet
+    /// has left: holding it back delays no packet of its own, but at 0 a request/response
+    /// queue takes two interrupts a transaction (the request, the response's completion) where
+    /// the driver's default takes one, and held back its processing joins the next RX poll,
+    /// where the packets of that poll wait for it (docs/moderation.md, "TX completions").
     pub idle_tx: IdleTx,
     /// Whether to find the platform's knee by probing (the target then moves away from
     /// `target_intr_rate`, which is where it starts); off: the target stays fixed, as GSIM's.

@@ -461,23 +461,6 @@ fn compare(base: &Summary, probe: &Summary) -> (Verdict, f64, f64) {
     (v, score, se)
 }
 
-/// The device (pools as one) that lost the most work from `base` to `probe` past its own noise
-/// (three standard errors and 1%), and that loss, if any did.
-fn device_lost(base: &Summary, probe: &Summary) -> Option<(String, f64)> {
-    let (b, p) = (trade_view(base), trade_view(probe));
-    b.iter()
-        .filter_map(|(d, &(m0, v0, n0, _))| {
-            let &(m1, v1, n1, _) = p.get(d)?;
-            if m0 <= 0.0 {
-                return None;
-            }
-            let loss = (m0 - m1) / m0;
-            let se = (v0 / n0 + v1 / n1).sqrt() / m0;
-            (loss > (Z * se).max(MIN_EFFECT)).then(|| (d.clone(), loss))
-        })
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-}
-
 /// A summary's devices as a trade is judged on them: pooled devices as one.
 fn trade_view(s: &Summary) -> BTreeMap<String, (f64, f64, f64, f64)> {
     s.devices
@@ -577,6 +560,44 @@ struct MarginCheck {
     weak: bool,
 }
 
+/// A run of periods in a row that may ask a question of a load: `QUIET` of them, the last
+/// `MEASURE` its baseline.
+#[derive(Clone, Debug, Default)]
+struct QuietRun {
+    /// Periods so far, and the sum and sum of squares of their work.
+    run: u64,
+    work: (f64, f64),
+    /// The last `MEASURE` periods.
+    acc: Acc,
+}
+
+impl QuietRun {
+    /// Adds one period. Once the run is `QUIET` periods long, returns its last `MEASURE`
+    /// periods and the work's period-to-period spread over the whole run (its coefficient of
+    /// variation), and starts over.
+    fn add(&mut self, obs: &Observation, work: f64) -> Option<(Acc, f64)> {
+        self.run += 1;
+        self.work.0 += work;
+        self.work.1 += work * work;
+        if self.run + u64::from(MEASURE) > QUIET {
+            self.acc.add(obs);
+        }
+        if self.run < QUIET {
+            return None;
+        }
+        let done = std::mem::take(self);
+        let n = done.run as f64;
+        let (sum, sq) = done.work;
+        let mean = sum / n.max(1.0);
+        let cv = if mean > 0.0 {
+            ((sq / n.max(1.0) - mean * mean).max(0.0) * n / (n - 1.0).max(1.0)).sqrt() / mean
+        } else {
+            f64::INFINITY
+        };
+        Some((done.acc, cv))
+    }
+}
+
 /// The TX question (`idle_tx = "measured"`): whether the TX completions of queues with nothing
 /// to moderate run at the driver's own moderation instead of an interrupt each.
 #[derive(Clone, Debug, Default)]
@@ -587,13 +608,9 @@ struct TxQuestion {
     /// Loads at or under this rate are not asked, and a held answer is let go under the
     /// fast loop's band below it (the configured starting target).
     above: f64,
-    /// Steady periods in a row that may ask, the last of them, and their work's (periods,
-    /// sum, sum of squares).
-    run: u64,
-    run_at: u64,
-    work: (f64, f64, f64),
-    /// The last `MEASURE` periods of that run: the question's baseline.
-    acc: Acc,
+    /// Steady periods in a row that may ask, and the last of them.
+    quiet: QuietRun,
+    quiet_at: u64,
     /// The question under way: periods since it began, its baseline, its window so far.
     asking: Option<(u32, Summary, Acc)>,
     /// The target when it began (a rule that moves the target ends the question).
@@ -731,14 +748,11 @@ pub(crate) struct KneeFinder {
     /// ([`load_dipped`]), at most `MEASURE`.
     dips: u32,
 
-    /// Periods in a row a load has run unheld at `UNBOUND_SHARE` of the target or more, and
-    /// its work over the last `MEASURE` of them (the baseline of the step down it is asked).
-    unbound_run: u64,
-    unbound_acc: Acc,
+    /// Periods in a row a load has run unheld at `UNBOUND_SHARE` of the target or more (the
+    /// last `MEASURE` of them: the baseline of the step down it is asked).
+    unbound_run: QuietRun,
     /// The work of the unheld load last asked (no new question until it changes by a third).
     unbound_asked: Option<f64>,
-    /// Periods, sum and sum of squares of the work over that run.
-    unbound_work: (f64, f64, f64),
     /// No unheld load is asked before this period (a question costs a disturbance: at most
     /// one per `DOWN_MEMORY`).
     unbound_next: u64,
@@ -808,10 +822,8 @@ impl KneeFinder {
             recheck: false,
             noise: 0.0,
             held_max: f64::INFINITY,
-            unbound_run: 0,
-            unbound_acc: Acc::default(),
+            unbound_run: QuietRun::default(),
             unbound_asked: None,
-            unbound_work: (0.0, 0.0, 0.0),
             unbound_next: 0,
             sharp_noise: 0.0,
             unbound_from: None,
@@ -1195,24 +1207,12 @@ impl KneeFinder {
             .unbound_asked
             .is_some_and(|k| k > 0.0 && ((work - k) / k).abs() <= LOAD_CHANGE);
         if !heavy || asked || self.period < self.unbound_next {
-            self.unbound_run = 0;
-            self.unbound_acc = Acc::default();
-            self.unbound_work = (0.0, 0.0, 0.0);
+            self.unbound_run = QuietRun::default();
             return false;
         }
-        self.unbound_run += 1;
-        self.unbound_work.0 += 1.0;
-        self.unbound_work.1 += work;
-        self.unbound_work.2 += work * work;
-        if self.unbound_run + u64::from(MEASURE) > QUIET {
-            self.unbound_acc.add(obs);
-        }
-        if self.unbound_run < QUIET {
+        let Some((acc, cv)) = self.unbound_run.add(obs, work) else {
             return false;
-        }
-        let acc = std::mem::take(&mut self.unbound_acc);
-        let (n, sum, sq) = std::mem::take(&mut self.unbound_work);
-        self.unbound_run = 0;
+        };
         let base = acc.summary();
         let total = acc.total();
         self.unbound_asked = Some(total);
@@ -1221,12 +1221,6 @@ impl KneeFinder {
         // judged against it. A load whose work swings more than `SHARP_STEADY` is not asked
         // (held-out gen-38-15: a low bulk load of 512 paced flows swung 30% by itself, and a
         // second step read a swing as +32% and descended, p95 22x `none`).
-        let mean = sum / n.max(1.0);
-        let cv = if mean > 0.0 {
-            ((sq / n.max(1.0) - mean * mean).max(0.0) * n / (n - 1.0).max(1.0)).sqrt() / mean
-        } else {
-            f64::INFINITY
-        };
         if cv > SHARP_STEADY {
             return false;
         }
@@ -1280,9 +1274,10 @@ impl KneeFinder {
     /// joins the RX polls, where packets wait for it (a bulk NIC's latency probe beside
     /// request/response, docs/moderation.md, "TX completions as the driver had them"), so on
     /// a platform where interrupts cost nothing it stays an interrupt each. `SETTLE` periods
-    /// (more while the fast loop has not settled, up to `SETTLE_MAX`) to take effect, `MEASURE` to judge, against the last `MEASURE` periods of a `QUIET`
-    /// run. Let go when the rate falls under the fast loop's band below that rate. Returns
-    /// whether the period belonged to the question (nothing else judges it then).
+    /// (more while the fast loop has not settled, up to `SETTLE_MAX`) to take effect,
+    /// `MEASURE` to judge, against the last `MEASURE` periods of a `QUIET` run ([`QuietRun`]).
+    /// Let go when the rate falls under the fast loop's band below that rate. Returns whether
+    /// the period belonged to the question (nothing else judges it then).
     fn ask_tx(&mut self, obs: &Observation, work: f64) -> bool {
         if !self.tx.enabled {
             return false;
@@ -1315,7 +1310,7 @@ impl KneeFinder {
             && !obs.binding
             && work > 0.0
             && obs.rate > self.tx.above
-            && self.unbound_run == 0
+            && self.unbound_run.run == 0
             && self.unbound_from.is_none();
         if let Some((waited, base, mut acc)) = self.tx.asking.take() {
             let (w0, _) = base.total_and_sd();
@@ -1346,7 +1341,8 @@ impl KneeFinder {
             }
             let probe = acc.summary();
             let (v, score, _) = compare(&base, &probe);
-            let lost = device_lost(&base, &probe);
+            // With no best on record a loser's shortfall is its loss past its own noise.
+            let lost = trade(&base, &probe, &BTreeMap::new()).loser;
             self.tx.held = v == Verdict::Better && lost.is_none();
             self.tx.asked = Some(if self.tx.held { acc.total() } else { w0 });
             self.last = Some(match (self.tx.held, lost) {
@@ -1369,33 +1365,21 @@ impl KneeFinder {
             .tx
             .asked
             .is_some_and(|k| k > 0.0 && ((work - k) / k).abs() <= LOAD_CHANGE);
-        if !quiet || asked || self.tx.held || self.tx.run_at + 1 != self.period {
-            self.tx.run = 0;
-            self.tx.work = (0.0, 0.0, 0.0);
-            self.tx.acc = Acc::default();
+        // Only called while parked: a run broken by a search starts over.
+        let broken = self.tx.quiet_at + 1 != self.period;
+        self.tx.quiet_at = self.period;
+        if !quiet || asked || self.tx.held || broken {
+            self.tx.quiet = QuietRun::default();
         }
-        self.tx.run_at = self.period;
         if !quiet || asked || self.tx.held {
             return false;
         }
-        self.tx.run += 1;
-        self.tx.work.0 += 1.0;
-        self.tx.work.1 += work;
-        self.tx.work.2 += work * work;
-        if self.tx.run + u64::from(MEASURE) > QUIET {
-            self.tx.acc.add(obs);
-        }
-        if self.tx.run < QUIET {
+        let Some((acc, cv)) = self.tx.quiet.add(obs, work) else {
             return false;
-        }
-        let acc = std::mem::take(&mut self.tx.acc);
-        let (n, sum, sq) = std::mem::take(&mut self.tx.work);
-        self.tx.run = 0;
+        };
         self.tx.asked = Some(acc.total());
         // As for an unheld load's step down: a load whose work swings by itself is not asked.
-        let mean = sum / n.max(1.0);
-        let var = (sq / n.max(1.0) - mean * mean).max(0.0) * n / (n - 1.0).max(1.0);
-        if mean <= 0.0 || var.sqrt() / mean > SHARP_STEADY {
+        if cv > SHARP_STEADY {
             return false;
         }
         self.tx.held = true;
