@@ -175,6 +175,28 @@ fn a_high_knee_is_reached_before_the_load_is_judged_settled() {
 }
 
 #[test]
+fn a_knee_found_by_the_first_steps_leaves_the_rate_settled_within_300_ms() {
+    // Issue 10: the rate settles within 300 ms of a load step. A knee just above the start
+    // (the first or second step up collapses): after the step is undone the platform gets
+    // `RECOVER` periods, the margin's target is measured, and a step below it is asked once.
+    // With the fast loop ideal here, the target must stay within 10% of where it parks from
+    // period 24 on, leaving the real loop the 50 ms it takes to bring a new load under the
+    // start (three to five periods in the twin). With 9 periods of recovery (stop 41) the
+    // knees below settled at 25, 25, 29 and 29.
+    for knee in [1.1e6, 1.15e6, 1.2e6, 1.5e6] {
+        let t = search(1_000_000.0, knee, 150);
+        let last = *t.last().unwrap();
+        let settled = (0..t.len())
+            .find(|&i| t[i..].iter().all(|x| (x - last).abs() <= 0.1 * last))
+            .unwrap();
+        assert!(
+            settled <= 24 && last <= knee,
+            "knee {knee:.0}: settled at period {settled}, parked at {last:.0}/s"
+        );
+    }
+}
+
+#[test]
 fn an_overshoot_that_gains_work_is_not_a_knee() {
     // A healthy platform whose fast loop lets its queues up at once when the target rises
     // and overshoots it by 40% for two periods, while the backlog drains (work +2%). The
