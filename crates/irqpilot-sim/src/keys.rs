@@ -501,7 +501,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "workload.N.rate_iops",
-        "fio's `rate_iops`: the most I/Os per second each job issues (0 = as fast as completions allow).",
+        "fio's `rate_iops` as its linear rate process has it: I/O k of a job is due k / rate after the job began, and a job behind that (its reads held up) issues as fast as completions allow until it has caught up (0 = no limit).",
     ),
     ("workload.N.rate_per_sec", "Requests per second."),
     ("workload.N.request_bytes", "Request size on the wire."),

@@ -158,6 +158,16 @@ impl Sim {
                         // Start staggered: one I/O at a time over the first media latency.
                         let lat = self.drives[self.vq[q as usize].drive as usize].latency_ns;
                         let spread = lat.max(gap_ns).max(1);
+                        if gap_ns > 0 {
+                            // A rate-limited queue's schedule starts at a phase of its own and
+                            // its first reads follow it.
+                            let phase = self.wls[wi].rng.below(spread);
+                            self.vq[q as usize].jobs[j].next_submit = SimTime(start + phase);
+                            for _ in 0..iodepth.saturating_mul(jobs) {
+                                self.nvme_submit_paced(q, j, SimTime(start));
+                            }
+                            continue;
+                        }
                         for _ in 0..iodepth.saturating_mul(jobs) {
                             let t = start + self.wls[wi].rng.below(spread);
                             self.nvme_submit_paced(q, j, SimTime(t));
@@ -539,10 +549,21 @@ impl Sim {
     /// One read of the `j`-th jobs of queue `q` at `t` or, under a rate limit, when the limit
     /// next allows. A read due later waits for its time as an event: submitted ahead, it would
     /// hold the drive's DMA for everyone's reads until then.
+    ///
+    /// The limit is fio's linear rate process (`usec_for_io`, `rate_ddir`): read k is due k
+    /// gaps after the schedule began, and a job behind it issues at once until it has caught
+    /// up. Timing each read from the one before instead shifts a job's phase for good after
+    /// any wait: queues whose reads were held together (a coalescing timer) would stay in step
+    /// and share their drive's DMA for the rest of the run (held-out gen-142-11, 192 paced
+    /// queues at iodepth 1: p95 1.45x `none` seconds after the last read was held).
     fn nvme_submit_paced(&mut self, q: u32, j: usize, t: SimTime) {
         let jobs = &mut self.vq[q as usize].jobs[j];
         let at = t.max(jobs.next_submit);
-        jobs.next_submit = at.after(jobs.gap_ns);
+        jobs.next_submit = if jobs.gap_ns == 0 {
+            at
+        } else {
+            jobs.next_submit.after(jobs.gap_ns)
+        };
         if at.ns() >= jobs.stop_ns {
             return;
         }

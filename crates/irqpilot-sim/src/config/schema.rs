@@ -491,8 +491,8 @@ pub enum WorkloadCfg {
         /// outstanding.
         #[serde(default = "defaults::d_one_u32")]
         jobs: u32,
-        /// fio's `rate_iops`: the most I/Os per second each job issues (0 = as fast as
-        /// completions allow).
+        /// fio's `rate_iops` (its linear rate process: I/O k is due k / rate after the job
+        /// began; a job behind that catches up as fast as completions allow; 0 = no limit).
         #[serde(default)]
         rate_iops: f64,
         /// Block size.
