@@ -1310,7 +1310,10 @@ impl KneeFinder {
         // nothing for the driver's TX moderation to buy, and the question would only move
         // its rate for a while (held-out gen-79-19: settled 190 -> 600 ms with any step's
         // 1%; gen-132-12, a first step of +2.5% and nothing after: 310 -> 720 ms).
+        // And only with a busy NIC queue: TX completions are a NIC's (an NVMe-only box was
+        // asked, held-out gen-142-11, and its note named a setting it does not have).
         let quiet = self.tx.worth
+            && obs.nic_gap_us > 0.0
             && obs.unheld
             && !obs.binding
             && work > 0.0
