@@ -155,21 +155,20 @@ impl Sim {
                             completed: 0,
                         });
                         let j = self.vq[q as usize].jobs.len() - 1;
-                        // Start staggered: one I/O at a time over the first media latency.
+                        // Start staggered: one I/O at a time over the first media latency,
+                        // or a rate-limited queue's schedule from a phase of its own.
                         let lat = self.drives[self.vq[q as usize].drive as usize].latency_ns;
                         let spread = lat.max(gap_ns).max(1);
                         if gap_ns > 0 {
-                            // A rate-limited queue's schedule starts at a phase of its own and
-                            // its first reads follow it.
                             let phase = self.wls[wi].rng.below(spread);
                             self.vq[q as usize].jobs[j].next_submit = SimTime(start + phase);
-                            for _ in 0..iodepth.saturating_mul(jobs) {
-                                self.nvme_submit_paced(q, j, SimTime(start));
-                            }
-                            continue;
                         }
                         for _ in 0..iodepth.saturating_mul(jobs) {
-                            let t = start + self.wls[wi].rng.below(spread);
+                            let t = if gap_ns > 0 {
+                                start
+                            } else {
+                                start + self.wls[wi].rng.below(spread)
+                            };
                             self.nvme_submit_paced(q, j, SimTime(t));
                         }
                     }

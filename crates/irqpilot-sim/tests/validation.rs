@@ -4,8 +4,9 @@
 mod common;
 
 use common::{builtin_with, sets};
+use irqpilot_core::{Action, Plan, Platform};
 use irqpilot_sim::scenarios::builtin;
-use irqpilot_sim::{Report, Scenario};
+use irqpilot_sim::{Report, Scenario, Sim, SimPlatform};
 
 fn run_builtin(name: &str, pairs: &[(&str, &str)]) -> Report {
     run(builtin_with(name, pairs))
@@ -462,17 +463,16 @@ rate_iops = 20000
         "fio-rate",
     )
     .unwrap();
-    let mut p = irqpilot_sim::SimPlatform::new(irqpilot_sim::Sim::new(sc).unwrap());
+    let mut p = SimPlatform::new(Sim::new(sc).unwrap());
     p.sleep_until(release_ms * 1_000_000);
-    let plan = irqpilot_core::Plan {
-        actions: vec![irqpilot_core::Action::SetNvmeCoalescing {
+    let plan = Plan {
+        actions: vec![Action::SetNvmeCoalescing {
             controller: "nvme0".into(),
             time_100us: 0,
             threshold: 1,
         }],
         notes: vec![],
     };
-    use irqpilot_core::Platform;
     assert_eq!(p.apply(&plan).failures(), 0);
     p.sleep(u64::MAX / 2);
     p.into_sim().report()
