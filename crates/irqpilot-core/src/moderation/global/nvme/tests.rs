@@ -339,6 +339,43 @@ fn a_threshold_past_the_reads_in_flight_is_undone_when_it_buys_nothing() {
     assert!(past as u64 <= DWELL + 1, "{past} periods past the bound");
 }
 
+#[test]
+fn a_paced_load_repaying_what_a_failed_step_held_is_not_a_new_load() {
+    // A rate-limited job of 1 read per vector: one grid point past the bound makes every
+    // read wait the timer and the work halves; undone, the job repays the reads it owes at
+    // once (two periods at half as much again as its rate) and is back at its rate. That
+    // wake is the step's own, not a new load: the step is not tried again (it was, at once,
+    // and cycled for the whole run: held-out gen-142-11, p99 6.8x `none`).
+    let mut g = NvmeGrid::default();
+    let target = 1e6;
+    let aim = 0.95 * target;
+    let (mut past, mut owed) = (0, 0u32);
+    for _ in 0..300 {
+        let t = g.threshold("nvme0");
+        let work = if t > 1 {
+            owed = 2;
+            1.5e6
+        } else if owed > 0 {
+            owed -= 1;
+            4.5e6
+        } else {
+            3e6
+        };
+        let rate = work / t as f64;
+        past += usize::from(t > 1);
+        let allowance = (rate > target).then_some(aim);
+        g.update(
+            &[ctrl("nvme0", rate, allowance, work, 1.0)],
+            rate,
+            aim,
+            rate < 0.9 * target,
+            false,
+        );
+    }
+    assert_eq!(g.threshold("nvme0"), 1);
+    assert!(past as u64 <= DWELL + 1, "{past} periods past the bound");
+}
+
 /// Eight controllers of closed loops at iodepth 4 (3.6 reads in flight per vector: bound
 /// 2) beside a NIC held at its ceiling (150 k/s), on a platform whose DMA efficiency is
 /// `knee / rate` past `knee` (every device's work scales with it; `None`: healthy). One
