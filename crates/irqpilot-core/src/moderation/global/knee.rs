@@ -140,21 +140,13 @@ const HELD: u32 = 10;
 /// loop holds is a platform near its cliff: a step down that calms it is a gain.
 const UNSTABLE: f64 = 0.1;
 /// A load that makes at least this fraction of the target's interrupts with nothing held back
-/// is asked once, after `UNBOUND_QUIET` periods,
+/// is asked once, after `QUIET` periods,
 /// whether fewer interrupts buy it completions: past a knee under the target its own rate
 /// collapses with its work (fewer completions, fewer interrupts) and may stay under the
 /// target, where nothing binds and no search starts. Lighter loads are not asked: the probe
 /// costs them latency, and a knee under half the target is one the search has no ground to
 /// expect.
 const UNBOUND_SHARE: f64 = 0.5;
-/// Steady periods before an unheld load is asked (its work's spread is measured over them):
-/// 100 ms, not `QUIET`'s 300 ms. A collapse under the target costs every period it stands
-/// (held-out gen-82-47: bursts of a 40G NIC past a 0.70 M/s knee ran unheld at 0.98 M/s and
-/// 29% short of their work for 200 ms, 0.956 of static's throughput, p95 3.8x static's).
-const UNBOUND_QUIET: u64 = 10;
-/// ... the first of which are the load's arrival, not its spread (a load arriving past a knee
-/// does in its first period what it does between its demand and its collapse).
-const ARRIVAL: u64 = 2;
 /// The short step down an unheld load is asked ([`KneeFinder::ask_unbound`]): periods for the
 /// fast loop (the first runs on the delays decided before the step), at most, and periods
 /// measured; the gain that keeps it.
@@ -573,36 +565,34 @@ struct MarginCheck {
     weak: bool,
 }
 
-/// A run of periods in a row that may ask a question of a load: `quiet` of them, the last
+/// A run of periods in a row that may ask a question of a load: `QUIET` of them, the last
 /// `MEASURE` its baseline.
 #[derive(Clone, Debug, Default)]
 struct QuietRun {
-    /// Periods so far, and the count, sum and sum of squares of the work of those counted.
+    /// Periods so far, and the sum and sum of squares of their work.
     run: u64,
-    work: (f64, f64, f64),
+    work: (f64, f64),
     /// The last `MEASURE` periods.
     acc: Acc,
 }
 
 impl QuietRun {
-    /// Adds one period. Once the run is `quiet` periods long, returns its last `MEASURE`
-    /// periods and the work's period-to-period spread over the run after its first `skip`
-    /// (its coefficient of variation), and starts over.
-    fn add(&mut self, obs: &Observation, work: f64, quiet: u64, skip: u64) -> Option<(Acc, f64)> {
+    /// Adds one period. Once the run is `QUIET` periods long, returns its last `MEASURE`
+    /// periods and the work's period-to-period spread over the whole run (its coefficient of
+    /// variation), and starts over.
+    fn add(&mut self, obs: &Observation, work: f64) -> Option<(Acc, f64)> {
         self.run += 1;
-        if self.run > skip {
-            self.work.0 += 1.0;
-            self.work.1 += work;
-            self.work.2 += work * work;
-        }
-        if self.run + u64::from(MEASURE) > quiet {
+        self.work.0 += work;
+        self.work.1 += work * work;
+        if self.run + u64::from(MEASURE) > QUIET {
             self.acc.add(obs);
         }
-        if self.run < quiet {
+        if self.run < QUIET {
             return None;
         }
         let done = std::mem::take(self);
-        let (n, sum, sq) = done.work;
+        let n = done.run as f64;
+        let (sum, sq) = done.work;
         let mean = sum / n.max(1.0);
         let cv = if mean > 0.0 {
             ((sq / n.max(1.0) - mean * mean).max(0.0) * n / (n - 1.0).max(1.0)).sqrt() / mean
@@ -1200,7 +1190,7 @@ impl KneeFinder {
     /// 0.63 of the healthy platform; gen-42-5: request/response on 5 queues at 0.96 M/s past
     /// a 0.50 M/s knee, 0.58 of healthy). Nothing in the counts tells such a collapse from a
     /// healthy load at the same rate (a closed loop collapses in its first period), so each
-    /// such load is asked once, after `UNBOUND_QUIET` steady periods, with one short step down from
+    /// such load is asked once, after `QUIET` steady periods, with one short step down from
     /// its own rate: `SHARP_MEASURE` periods, undone at once when its first one loses work,
     /// and kept only for a gain of `SHARP_GAIN` (a collapse gives far more: gen-42-5 +85% at
     /// 0.7 M/s). A healthy load pays those few periods once (a request/response load pays
@@ -1225,7 +1215,7 @@ impl KneeFinder {
             self.unbound_run = QuietRun::default();
             return false;
         }
-        let Some((acc, cv)) = self.unbound_run.add(obs, work, UNBOUND_QUIET, ARRIVAL) else {
+        let Some((acc, cv)) = self.unbound_run.add(obs, work) else {
             return false;
         };
         let base = acc.summary();
@@ -1392,7 +1382,7 @@ impl KneeFinder {
         if !quiet || asked || self.tx.held {
             return false;
         }
-        let Some((acc, cv)) = self.tx.quiet.add(obs, work, QUIET, 0) else {
+        let Some((acc, cv)) = self.tx.quiet.add(obs, work) else {
             return false;
         };
         self.tx.asked = Some(acc.total());
