@@ -317,25 +317,8 @@ fn a_threshold_past_the_reads_in_flight_is_undone_when_it_buys_nothing() {
     // 1). One grid point past it, each read waits for the other (or the 100 us timer) and
     // the work falls; the step is undone after `DWELL` periods and not tried again while
     // the work is what it was.
-    let mut g = NvmeGrid::default();
-    let target = 1e6;
-    let aim = 0.95 * target;
-    let mut past = 0;
-    for _ in 0..300 {
-        let t = g.threshold("nvme0");
-        let work = if t > 1 { 1.5e6 } else { 3e6 };
-        let rate = work / t as f64;
-        past += usize::from(t > 1);
-        let allowance = (rate > target).then_some(aim);
-        g.update(
-            &[ctrl("nvme0", rate, allowance, work, 2.0)],
-            rate,
-            aim,
-            rate < 0.9 * target,
-            false,
-        );
-    }
-    assert_eq!(g.threshold("nvme0"), 1);
+    let (t, past) = one_drive_over_target(2.0, |t| if t > 1 { 1.5e6 } else { 3e6 });
+    assert_eq!(t, 1);
     assert!(past as u64 <= DWELL + 1, "{past} periods past the bound");
 }
 
@@ -346,13 +329,9 @@ fn a_paced_load_repaying_what_a_failed_step_held_is_not_a_new_load() {
     // once (two periods at half as much again as its rate) and is back at its rate. That
     // wake is the step's own, not a new load: the step is not tried again (it was, at once,
     // and cycled for the whole run: held-out gen-142-11, p99 6.8x `none`).
-    let mut g = NvmeGrid::default();
-    let target = 1e6;
-    let aim = 0.95 * target;
-    let (mut past, mut owed) = (0, 0u32);
-    for _ in 0..300 {
-        let t = g.threshold("nvme0");
-        let work = if t > 1 {
+    let mut owed = 0u32;
+    let (t, past) = one_drive_over_target(1.0, |t| {
+        if t > 1 {
             owed = 2;
             1.5e6
         } else if owed > 0 {
@@ -360,20 +339,35 @@ fn a_paced_load_repaying_what_a_failed_step_held_is_not_a_new_load() {
             4.5e6
         } else {
             3e6
-        };
-        let rate = work / t as f64;
+        }
+    });
+    assert_eq!(t, 1);
+    assert!(past as u64 <= DWELL + 1, "{past} periods past the bound");
+}
+
+/// 300 periods of one controller over a 1 M/s target, `q` reads in flight per vector, whose
+/// completions at threshold `t` are `work(t)`. Returns the last threshold and the periods
+/// spent past the bound.
+fn one_drive_over_target(q: f64, mut work: impl FnMut(u16) -> f64) -> (u16, usize) {
+    let mut g = NvmeGrid::default();
+    let target = 1e6;
+    let aim = 0.95 * target;
+    let mut past = 0;
+    for _ in 0..300 {
+        let t = g.threshold("nvme0");
+        let w = work(t);
+        let rate = w / t as f64;
         past += usize::from(t > 1);
         let allowance = (rate > target).then_some(aim);
         g.update(
-            &[ctrl("nvme0", rate, allowance, work, 1.0)],
+            &[ctrl("nvme0", rate, allowance, w, q)],
             rate,
             aim,
             rate < 0.9 * target,
             false,
         );
     }
-    assert_eq!(g.threshold("nvme0"), 1);
-    assert!(past as u64 <= DWELL + 1, "{past} periods past the bound");
+    (g.threshold("nvme0"), past)
 }
 
 /// Eight controllers of closed loops at iodepth 4 (3.6 reads in flight per vector: bound
