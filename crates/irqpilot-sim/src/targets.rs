@@ -306,7 +306,8 @@ fn short_of_offered(sc: &crate::config::Scenario, r: &Report) -> bool {
             if *rate_iops <= 0.0 || *start_ms > 0 || *stop_ms > 0 {
                 return false;
             }
-            offered += rate_iops * f64::from(jobs * group.drives * group.queues_per_drive);
+            let queues = f64::from(group.drives) * f64::from(group.queues_per_drive);
+            offered += rate_iops * f64::from(*jobs) * queues;
         }
     }
     offered > 0.0 && r.iops.is_some_and(|done| done < 0.97 * offered)

@@ -41,10 +41,10 @@
 //!   its bound gets one grid point past it for [`DWELL`] periods; it keeps it (its bound moves
 //!   up by it) when its completions rose by [`PAST_GAIN`], and goes back otherwise, not trying
 //!   again until its work has been a quarter away from the step's for [`DWELL`] periods in a
-//!   row (one beside a NIC): a closed loop at that depth gains nothing (its reads wait for each other or for the
-//!   timer), and its latency is not spent for nothing; a paced load repaying the reads the step
-//!   held is its wake, not a new load. A proven extra lasts until the completions fall by a
-//!   quarter (the load changed).
+//!   row (one beside a NIC): a closed loop at that depth gains nothing (its reads wait for
+//!   each other or for the timer), and its latency is not spent for nothing; a paced load
+//!   repaying the reads the step held is its wake, not a new load. A proven extra lasts until
+//!   the completions fall by a quarter (the load changed).
 //! * **Or if it buys the devices beside it more than it costs.** Past a limited platform's
 //!   knee every interrupt costs DMA for every device on it, so what a step past the bound
 //!   buys may show beside the controller, not in it: its reads wait for the threshold or the
@@ -275,7 +275,7 @@ pub(crate) struct NvmeGrid {
     /// Whether a controller over its allowance was held at its largest threshold this period.
     pub(crate) at_limit: bool,
     /// Per controller, its completions when a step past its reads-in-flight bound bought none:
-    /// not tried again until they change by [`FLOOR_RESET`].
+    /// not tried again until they change by [`FLOOR_RESET`] ([`forget_changed`]).
     past_failed: BTreeMap<String, Failed>,
     /// Work of the NIC devices beside the controllers this period (bytes/s), 0 when none.
     beside: f64,
@@ -286,7 +286,7 @@ pub(crate) struct NvmeGrid {
     /// The longest aggregation time the latency ceiling allows, 100 us units (0 counts as 1).
     max_units: u8,
     /// Per controller, its completions when the longer time cost it some: not tried again
-    /// until they change by [`FLOOR_RESET`].
+    /// until they change by [`FLOOR_RESET`] ([`forget_changed`]).
     long_failed: BTreeMap<String, Failed>,
     /// The aim of the last period: a floor learned under a lower one is forgotten when it
     /// rises.
