@@ -931,18 +931,24 @@ impl KneeFinder {
         self.kept_up = 0;
     }
 
+    /// Where a step up starts from: the target, the least reachable rate, or the lowest rate of
+    /// the baseline's window where it stayed over the target in every period, whichever is
+    /// highest. A target under the least reachable rate, or under the rate the fast loop held
+    /// in every period of the baseline, holds nothing more back than one at it: the step starts
+    /// from there (NVMe that cannot be aggregated, queues at the ceiling; what the platform
+    /// does at that rate is known already). From the target, a step moves the rate a fraction
+    /// of its size, and its window reads what that fraction traded (held-out gen-152-1: drives
+    /// at their grid's floor beside request/response at 1.2 M/s under a 1 M/s target; a step to
+    /// 1.33 M/s moved the rate 5%, read -1.3% and was undone, and the search parked at 1.1 M/s,
+    /// where 2.2 M/s does 1.7x the transactions and more reads).
+    fn up_start(&self) -> f64 {
+        self.target.max(self.least).max(self.held_min)
+    }
+
     /// Moves the target one step in `dir` from where it is; `false` when it cannot move.
     fn step_target(&mut self, dir: Dir) -> bool {
         let from = self.target;
-        // A target under the least reachable rate, or under the rate the fast loop held in every
-        // period of the baseline, holds nothing more back than one at it: the step starts from
-        // there (NVMe that cannot be aggregated, queues at the ceiling; what the platform does at
-        // that rate is known already). From the target, a step moves the rate a fraction of its
-        // size, and its window reads what that fraction traded (held-out gen-152-1: drives at their
-        // grid's floor beside request/response at 1.2 M/s under a 1 M/s target; a step to 1.33 M/s
-        // moved the rate 5%, read -1.3% and was undone, and the search parked at 1.1 M/s, where 2.2
-        // M/s does 1.7x the transactions and more reads).
-        let start = from.max(self.least).max(self.held_min);
+        let start = self.up_start();
         let to = match dir {
             Dir::Up => {
                 let mut to = start * (1.0 + self.step);
@@ -1083,7 +1089,7 @@ impl KneeFinder {
         // first probe goes just past it (by `NATURAL_CLEAR`, so that its noise does not hold
         // the load back now and then); never further than one step.
         let past = self.first_probe * (1.0 + NATURAL_CLEAR);
-        let start = from.max(self.least);
+        let start = self.up_start();
         if dir == Dir::Up && self.first_probe > start && past < start * (1.0 + self.step) {
             self.step = past / start - 1.0;
         }
