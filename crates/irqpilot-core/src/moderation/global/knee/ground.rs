@@ -17,7 +17,10 @@
 //! margin under the jump's rate, which no probe saw either), and when the load still binds at
 //! the jump's rate, however much the jump bought against the start (work nearly flat across
 //! the skipped ground, or peaking inside it: a request/response load on CPUs its interrupts
-//! keep busy did 24% more a step under its jump of +503%).
+//! keep busy did 24% more a step under its jump of +503%). That step gaining inside its noise
+//! asks one step further, judged against the jump's own window (two steps' effect against the
+//! same noise); a second step that wins nothing sends the target back to the jump's, not to
+//! the first step's, which won nothing proven.
 
 use super::{EARLY_LOSS, KneeFinder, MARGIN, MAX_TARGET, MIN_STEP, NATURAL_CLEAR, Summary, Z};
 
