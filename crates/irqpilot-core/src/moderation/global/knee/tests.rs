@@ -1639,6 +1639,36 @@ fn a_kept_jump_that_bought_much_still_asks_the_ground_below() {
     );
 }
 
+/// Three seconds of a load that arrives unheld at its own rate `natural`, periods swinging
+/// +-4% (the pattern started `phase` periods in), the rate at the target or the load's own
+/// where that is lower. Returns the finder and its notes with the target each left.
+fn swinging_after_arrival(
+    work: &dyn Fn(f64) -> f64,
+    natural: f64,
+    phase: usize,
+) -> (KneeFinder, Vec<(String, f64)>) {
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    let swing = [0.04, -0.03, 0.01, -0.04, 0.03, -0.01, 0.0];
+    let mut notes = Vec::new();
+    for i in 0..300usize {
+        let noise = 1.0 + swing[(i + phase) % swing.len()];
+        let obs = if i == 0 {
+            Observation {
+                unheld: true,
+                ..period(work(natural) * noise, natural, natural, true)
+            }
+        } else {
+            let rate = k.target().min(natural);
+            period(work(rate) * noise, rate, natural, k.target() < natural)
+        };
+        k.observe(&obs);
+        if let Some(n) = k.take_note() {
+            notes.push((n, k.target()));
+        }
+    }
+    (k, notes)
+}
+
 #[test]
 fn a_jumps_step_down_that_gains_under_its_noise_asks_one_step_further() {
     // Held-out gen-172-19 (request/response on 96 queues of 105 B packets past a 1.53 M/s
@@ -1660,22 +1690,8 @@ fn a_jumps_step_down_that_gains_under_its_noise_asks_one_step_further() {
         };
         1e10 * climb * past
     };
-    let (arrival, natural) = (7_520_000.0, 7_520_000.0);
-    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
-    let swing = [0.04, -0.03, 0.01, -0.04, 0.03, -0.01, 0.0];
-    for i in 0..300usize {
-        let noise = 1.0 + swing[i % swing.len()];
-        let obs = if i == 0 {
-            Observation {
-                unheld: true,
-                ..period(work(arrival) * noise, arrival, arrival, true)
-            }
-        } else {
-            let rate = k.target().min(natural);
-            period(work(rate) * noise, rate, natural, true)
-        };
-        k.observe(&obs);
-    }
+    let natural = 7_520_000.0;
+    let (k, _) = swinging_after_arrival(&work, natural, 0);
     // The rate the load runs at: the target, or its own rate where that is lower.
     let t = k.target().min(natural);
     assert!(
@@ -1694,25 +1710,7 @@ fn a_jumps_second_step_down_that_buys_nothing_goes_back_to_the_jump() {
     // proven and holds the load under its own rate.
     let work = |r: f64| 1e10 * (r / 1_500_000.0).min(1.0);
     let natural = 7_520_000.0;
-    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
-    let swing = [0.04, -0.03, 0.01, -0.04, 0.03, -0.01, 0.0];
-    let mut notes = Vec::new();
-    for i in 0..300usize {
-        let noise = 1.0 + swing[(i + 1) % swing.len()];
-        let obs = if i == 0 {
-            Observation {
-                unheld: true,
-                ..period(work(natural) * noise, natural, natural, true)
-            }
-        } else {
-            let rate = k.target().min(natural);
-            period(work(rate) * noise, rate, natural, k.target() < natural)
-        };
-        k.observe(&obs);
-        if let Some(n) = k.take_note() {
-            notes.push((n, k.target()));
-        }
-    }
+    let (_, notes) = swinging_after_arrival(&work, natural, 1);
     let asked = notes
         .iter()
         .position(|(n, _)| n.contains("one step further"));
