@@ -125,7 +125,9 @@ fn twin(root: &Path) -> Twin {
         .unwrap();
     let t = Twin(child);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !root.join("proc/softirqs").exists() {
+    // The ready file comes last, after the isolation and topology files and the first
+    // refresh: `proc/softirqs` alone let top read a tree with no isolated CPUs yet.
+    while !root.join(irqpilot_sim::export::READY_FILE).is_file() {
         assert!(Instant::now() < deadline, "the twin wrote no tree");
         std::thread::sleep(Duration::from_millis(100));
     }
