@@ -233,6 +233,16 @@ enum Dir {
     Down,
 }
 
+/// Which step down after a kept jump (over ground it never saw) is in flight.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum JumpStep {
+    /// The first: one step below the jump's target.
+    First,
+    /// The second, asked when the first gained under its noise: it is judged against the
+    /// jump's own window, and the target goes back to `jump` (/s) if it does not win.
+    Second { jump: f64 },
+}
+
 /// Per-device sums of per-period work.
 #[derive(Clone, Debug, Default)]
 struct Acc {
@@ -671,9 +681,8 @@ pub(crate) struct KneeFinder {
     /// A step down after one that bought completions cost them: the target it went to (0:
     /// none). Further steps down in this descent bisect the ground above it.
     too_low: f64,
-    /// The step down in flight is the one a kept jump asks (0: not), or the second one
-    /// (the jump's target: that step is judged against the jump's window).
-    after_jump: f64,
+    /// The step down in flight is one a kept jump asks (`None`: not).
+    after_jump: Option<JumpStep>,
     /// Direction of the probe after the next baseline.
     next_dir: Dir,
     /// Whether a search has ever finished.
@@ -816,7 +825,7 @@ impl KneeFinder {
             climbed: false,
             descended: false,
             too_low: 0.0,
-            after_jump: 0.0,
+            after_jump: None,
             down_yield: 0.0,
             next_dir: Dir::Up,
             searched: false,
@@ -940,7 +949,7 @@ impl KneeFinder {
         self.climbed = false;
         self.descended = false;
         self.too_low = 0.0;
-        self.after_jump = 0.0;
+        self.after_jump = None;
         self.down_yield = 0.0;
         self.skipped = false;
         self.probed_down = false;
@@ -2079,15 +2088,12 @@ impl KneeFinder {
 
     fn conclude(&mut self, p: Probe, probe: Summary, work: f64, binding: bool) {
         let jumped = self.jumped;
-        // INFINITY: the first step down after a kept jump; a rate: the second, whose window
-        // is judged against the jump's at that rate.
-        let after_jump = std::mem::take(&mut self.after_jump);
+        let after_jump = self.after_jump.take();
         // Where a step down that does not win sends the target: the step's upper target, or,
         // for the second step after a jump, the jump's (the first step won nothing proven).
-        let stands = if after_jump.is_finite() && after_jump > p.from {
-            after_jump
-        } else {
-            p.from
+        let stands = match after_jump {
+            Some(JumpStep::Second { jump }) if jump > p.from => jump,
+            _ => p.from,
         };
         let kept_up = std::mem::take(&mut self.kept_up);
         let (mut verdict, score, se) = compare(&p.base, &probe);
@@ -2210,7 +2216,7 @@ impl KneeFinder {
                     // jump that bought under 5%: a request/response load then parked at 80%
                     // of its best through a recheck's margin below, which is checked now.
                     self.step = FIRST_STEP;
-                    self.after_jump = f64::INFINITY;
+                    self.after_jump = Some(JumpStep::First);
                     self.start_probe(Dir::Down, probe, work);
                 } else if binding {
                     self.start_probe(Dir::Up, probe, work);
@@ -2244,7 +2250,7 @@ impl KneeFinder {
                         // The ground between the start and the load's own rate was skipped:
                         // one step down asks whether a knee there does better.
                         self.step = FIRST_STEP;
-                        self.after_jump = f64::INFINITY;
+                        self.after_jump = Some(JumpStep::First);
                         self.start_probe(Dir::Down, probe, work);
                     } else if untested {
                         // One step down from the load's own rate (a step from the target
@@ -2351,7 +2357,7 @@ impl KneeFinder {
             // noise, and the search parked at 7.9 M/s at a fifth of the platform's DMA, where
             // 2.8 M/s does 1.8x the transactions).
             (Dir::Down, Verdict::Same)
-                if after_jump == f64::INFINITY
+                if after_jump == Some(JumpStep::First)
                     && !self.descended
                     && score > MIN_EFFECT
                     && side.is_none()
@@ -2361,7 +2367,7 @@ impl KneeFinder {
                 self.last = Some(format!(
                     "knee search: {to:.0}/s gained under its noise ({pct:+.1}%) after a jump over unseen ground: one step further, judged against the jump's {from:.0}/s"
                 ));
-                self.after_jump = from;
+                self.after_jump = Some(JumpStep::Second { jump: from });
                 self.start_probe(Dir::Down, p.base, work);
                 if matches!(self.phase, Phase::Parked) {
                     // No room for the step (the floor): the higher target wins.
