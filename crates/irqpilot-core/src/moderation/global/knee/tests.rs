@@ -2009,3 +2009,39 @@ fn a_descent_that_overshoots_bisects_the_ground_above_the_step_that_cost() {
         work(parked)
     );
 }
+
+#[test]
+fn a_step_down_that_calms_a_restless_load_but_costs_work_is_not_kept() {
+    // Held-out gen-182-10 (drives at iodepth 5 on a healthy platform, in bursts): the load's
+    // own rate swings by a fifth period to period, and every interrupt held back costs reads
+    // (its period's work falls with the share of its own rate it is held to). The jump to
+    // its own rate was kept; the step down it asks calmed the rate (held at the target,
+    // period after period) while losing reads: read as a cliff's edge calmed, it was kept,
+    // and the load ran at 0.89 of `none`'s reads with 1.9x its p99. A restless rate is a
+    // cliff's edge only if calming it costs nothing: here the load must end unheld. Without
+    // the rule the search parked at 3.3 M/s.
+    let natural = 5_000_000.0;
+    let swing = [0.0, 0.35, -0.1, 0.3, -0.08, 0.35, -0.1, 0.15];
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    let mut notes = Vec::new();
+    for i in 0..300usize {
+        let own = natural * (1.0 + swing[i % swing.len()]);
+        // The load arrives unheld (its first period), then runs under the target.
+        let held = i > 0 && k.target() < own;
+        let rate = if held { k.target() } else { own };
+        let noise = 1.0 + 0.002 * (i % 7) as f64 - 0.006;
+        let work = 1e10 * (rate / own).powf(0.15) * noise;
+        k.observe(&Observation {
+            unheld: i == 0,
+            ..period(work, rate, natural, held || rate >= k.target())
+        });
+        if let Some(n) = k.take_note() {
+            notes.push((n, k.target()));
+        }
+    }
+    let t = k.target();
+    assert!(
+        t >= natural,
+        "parked at {t:.0}/s under the load's own {natural:.0}/s: {notes:#?}"
+    );
+}
