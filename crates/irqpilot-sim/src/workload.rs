@@ -92,9 +92,20 @@ impl Sim {
                             next_send: SimTime::ZERO,
                         });
                     }
+                    // Senders start at random times within the first 20 us; paced below the
+                    // link (load < 1), within one chunk's pacing gap. Equal gaps keep the phase
+                    // a sender starts with, and senders started together would send in
+                    // lock-step bursts with the link idle between them for the whole run (a
+                    // low-load probe then waits behind a burst one time in 1/load). At load >=
+                    // 1 the link is busy throughout and there is no idle time to line up in.
+                    let spread = match self.wls[wi].bulk {
+                        Some(b) if b.pace_bps * (nflows as f64) < n.link_bps => {
+                            ((b.chunk as f64 * 8.0 / b.pace_bps * 1e9) as u64).max(20_000)
+                        }
+                        _ => 20_000,
+                    };
                     for f in 0..nflows {
-                        // Senders start at random times within the first 20 us.
-                        let t = start + self.wls[wi].rng.below(20_000);
+                        let t = start + self.wls[wi].rng.below(spread);
                         self.wls[wi].flows[f as usize].next_send = SimTime(t);
                         self.flow_send(wl, f, SimTime(t));
                     }
