@@ -734,9 +734,9 @@ pub(crate) struct KneeFinder {
     held_runaway: RunawayWatch,
     /// The natural rate when a new search started (0: none): its first probe goes no further.
     first_probe: f64,
-    /// A new search started as the load was seen unheld: that period's work and rate (the
-    /// first probe may go there, see `natural_ground`).
-    first_work: Option<(f64, f64)>,
+    /// A new search started as the load was seen unheld: that period's work per device (as
+    /// [`Observation::work`]) and rate (the first probe may go there, see `natural_ground`).
+    first_work: Option<(Vec<(String, f64, f64)>, f64)>,
     /// The probe under way went to the load's own rate on that evidence.
     jumped: bool,
     /// A jump was kept in this search: the ground between its start and the load's own rate
@@ -1100,7 +1100,7 @@ impl KneeFinder {
             .first_work
             .take()
             .filter(|_| dir == Dir::Up)
-            .and_then(|seen| self.natural_ground(seen, &base))
+            .and_then(|(work, rate)| self.natural_ground((&work, rate), &base))
         {
             self.first_probe = 0.0;
             self.target = to;
@@ -1695,7 +1695,8 @@ impl KneeFinder {
                     self.noise = 0.0;
                     self.recheck = self.searched && !load_changed;
                     // Only the load's arrival itself, seen unheld in this very period.
-                    self.first_work = (obs.unheld && !self.recheck).then_some((work, obs.rate));
+                    self.first_work = (obs.unheld && !self.recheck)
+                        .then(|| (obs.work.clone(), obs.rate));
                     if self.recheck {
                         self.step = RECHECK_STEP;
                     } else {
