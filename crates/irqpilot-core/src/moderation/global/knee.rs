@@ -1695,8 +1695,8 @@ impl KneeFinder {
                     self.noise = 0.0;
                     self.recheck = self.searched && !load_changed;
                     // Only the load's arrival itself, seen unheld in this very period.
-                    self.first_work = (obs.unheld && !self.recheck)
-                        .then(|| (obs.work.clone(), obs.rate));
+                    self.first_work =
+                        (obs.unheld && !self.recheck).then(|| (obs.work.clone(), obs.rate));
                     if self.recheck {
                         self.step = RECHECK_STEP;
                     } else {
