@@ -187,11 +187,14 @@ const MAX_TARGET: f64 = 50_000_000.0;
 /// (or a noisy verdict) is tried again eventually (about 1% per second at 10 ms periods).
 const FORGET: f64 = 1.0001;
 
+/// One device's work in a period: (device, work per second, weight: its interrupt rate).
+pub(crate) type DeviceWork = (String, f64, f64);
+
 /// What the fast loop and the devices did in one period.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Observation {
     /// Work per device this period: (device, work per second, weight: its interrupt rate).
-    pub work: Vec<(String, f64, f64)>,
+    pub work: Vec<DeviceWork>,
     /// Whether the fast loop is holding sources back because of the target.
     pub binding: bool,
     /// Device interrupts/s this period (smoothed, as the fast loop sees them).
@@ -736,7 +739,7 @@ pub(crate) struct KneeFinder {
     first_probe: f64,
     /// A new search started as the load was seen unheld: that period's work per device (as
     /// [`Observation::work`]) and rate (the first probe may go there, see `natural_ground`).
-    first_work: Option<(Vec<(String, f64, f64)>, f64)>,
+    first_work: Option<(Vec<DeviceWork>, f64)>,
     /// The probe under way went to the load's own rate on that evidence.
     jumped: bool,
     /// A jump was kept in this search: the ground between its start and the load's own rate

@@ -29,7 +29,8 @@
 //! together rose 2%, under the early bar: the search climbed in 25% steps for 580 ms.
 
 use super::{
-    EARLY_LOSS, KneeFinder, MARGIN, MAX_TARGET, MIN_STEP, NATURAL_CLEAR, Summary, Z, compare,
+    DeviceWork, EARLY_LOSS, KneeFinder, MARGIN, MAX_TARGET, MIN_STEP, NATURAL_CLEAR, Summary, Z,
+    compare,
 };
 
 impl KneeFinder {
@@ -40,7 +41,7 @@ impl KneeFinder {
     /// noise and the bar of an early verdict).
     pub(super) fn natural_ground(
         &self,
-        (work, rate): (&[(String, f64, f64)], f64),
+        (work, rate): (&[DeviceWork], f64),
         base: &Summary,
     ) -> Option<f64> {
         let start = self.target.max(self.least);
