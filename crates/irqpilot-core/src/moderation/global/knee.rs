@@ -167,6 +167,15 @@ const SHARP_STEADY: f64 = 0.05;
 /// hundred, breaks the low-load p99 bound of 1.10x (held-out gen-48-25: 128 queues of 112 B
 /// requests at 4.6 k/s each, 34-106 us for three periods, p99 2.1x `none`).
 const SHARP_DELAY_US: f64 = 10.0;
+/// The short step's size (relative, like `FIRST_STEP`): twice the gain that keeps it
+/// ([`KneeFinder::sharp_bar`]), at least this, at most `FIRST_STEP`. Every probe of a bulk
+/// load pays the step's delays for its two or three periods, in a 3 s run 0.7-1% of them: at
+/// 25% (2-18 us on queues 23 us apart) each landed past the load's own p99 and moved it
+/// (held-out gen-207-46, -37: p99 1.15-1.21x `none`; without the question, equal). A steady
+/// load is asked at 10%, delays about a third as long; past a knee the platform's DMA follows
+/// the interrupts (moderation.md 1.2), so a collapse still gives back about the step, twice
+/// the bar. A noisier load's bar is higher, and so is its step.
+const SHARP_STEP: f64 = 0.1;
 /// Back-off of a parked finder, first and longest, in periods.
 const BACKOFF_FIRST: u64 = 100;
 const BACKOFF_MAX: u64 = 3200;
@@ -898,6 +907,12 @@ impl KneeFinder {
         self.tx.held
     }
 
+    /// The gain the short step an unheld load is asked must beat to be kept: `SHARP_GAIN`, or
+    /// the noise of one period against the load's own spread.
+    fn sharp_bar(&self) -> f64 {
+        SHARP_GAIN.max(Z * self.sharp_noise * (1.0 + 1.0 / f64::from(MEASURE)).sqrt())
+    }
+
     /// Whether the delays of an undone unheld-load step should go at once (once).
     pub(crate) fn take_release(&mut self) -> bool {
         std::mem::take(&mut self.release)
@@ -1313,7 +1328,7 @@ impl KneeFinder {
         self.first_work = None;
         self.first_probe = 0.0;
         self.recheck = false;
-        self.step = FIRST_STEP;
+        self.step = (2.0 * self.sharp_bar()).clamp(SHARP_STEP, FIRST_STEP);
         self.start_probe(Dir::Down, base, total);
         match &mut self.phase {
             Phase::Settle {
@@ -2124,11 +2139,7 @@ impl KneeFinder {
             verdict = Verdict::Better;
         }
         // The short step an unheld load is asked is kept only for a clear gain.
-        if p.sharp
-            && verdict == Verdict::Better
-            && score
-                <= SHARP_GAIN.max(Z * self.sharp_noise * (1.0 + 1.0 / f64::from(MEASURE)).sqrt())
-        {
+        if p.sharp && verdict == Verdict::Better && score <= self.sharp_bar() {
             verdict = Verdict::Same;
         }
         // Devices that traded work (one gained past its noise, another lost past its noise,
@@ -2304,7 +2315,9 @@ impl KneeFinder {
                 self.last = Some(format!(
                     "knee search: target {from:.0} -> {to:.0}/s bought completions ({pct:+.1}%)"
                 ));
-                self.step = (self.step * 1.5).min(0.5);
+                // The short step is no measure of the descent's pace: on from an ordinary one.
+                let step = if p.sharp { FIRST_STEP } else { self.step };
+                self.step = (step * 1.5).min(0.5);
                 self.descended = true;
                 self.down_yield = score / (stands / to - 1.0).max(1e-9);
                 if p.sharp {

@@ -738,16 +738,14 @@ fn a_rate_the_load_was_just_seen_doing_more_work_at_is_reached_at_once() {
 /// An unheld load at 80% of the target is asked once whether a step down buys completions
 /// (a collapse past a knee under the target looks the same in the counts). On a healthy
 /// platform request/response traffic pays every delay, so the step is undone after its
-/// measured period and every delay goes at once: the queues are held for three periods of a
-/// 3 s run, once.
+/// measured period and every delay goes at once, in the plan of the period that undid it (a
+/// period later, the load paid one more period for nothing: held-out gen-207-46). Here the
+/// step's first period loses work: one period held, once (a period's plan is what the queues
+/// run on in the next).
 #[test]
 fn an_unheld_load_is_asked_once_and_let_go_at_once() {
     let (g, held) = held_periods(8, 100_000.0);
-    assert!(
-        (1..=3).contains(&held.len()),
-        "queues held in periods {held:?}"
-    );
-    assert!(held.windows(2).all(|w| w[1] == w[0] + 1), "{held:?}");
+    assert_eq!(held.len(), 1, "queues held in periods {held:?}");
     assert_eq!(g.target_per_sec(), 1_000_000.0);
 }
 

@@ -2081,3 +2081,47 @@ fn an_arrival_that_one_device_gains_from_goes_to_the_loads_own_rate() {
         k.target()
     );
 }
+
+#[test]
+fn a_steady_unheld_load_is_asked_a_short_step() {
+    // Held-out gen-207-46: a bulk load at half the target, its work steady within 0.2%, was
+    // asked a 25% step down: 2-18 us on its queues for two periods of a 3 s run, and its
+    // probe's p99 went to 1.21x `none`. A steady load's bar is `SHARP_GAIN`, and its step
+    // twice that (10%), no more.
+    let own = 800_000.0;
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    let (mut rate, mut held) = (own, false);
+    let mut least = f64::INFINITY;
+    for i in 0..200u32 {
+        (rate, held) = banded_period(&mut k, i, (rate, held), own, |_| 1e10);
+        least = least.min(k.target());
+    }
+    assert!(
+        least >= own / (1.0 + SHARP_STEP) * 0.999 && least < own,
+        "the question went to {least:.0}/s from {own:.0}/s"
+    );
+    assert_eq!(k.target(), 1_000_000.0);
+}
+
+#[test]
+fn a_steady_load_collapsed_under_the_target_is_found_by_the_short_step() {
+    // The collapse the short step is asked for: a steady load whose own rate (0.8 M/s) lies
+    // past a 0.6 M/s knee, where the platform's DMA follows the interrupts (gamma 1). The 10%
+    // step buys about 10%, twice its bar, and the descent that follows reaches the knee.
+    let (knee, own) = (600_000.0, 800_000.0);
+    let eff = |r: f64| (knee / r).min(1.0);
+    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
+    let (mut rate, mut held) = (own, false);
+    let mut work = Vec::new();
+    for i in 0..400u32 {
+        (rate, held) = banded_period(&mut k, i, (rate, held), own, |r| 1e10 * eff(r));
+        work.push(eff(rate));
+    }
+    let last = work[work.len() - 50..].iter().copied().fold(1.0, f64::min);
+    assert!(
+        last >= 0.95,
+        "target {:.0}/s: {:.0}% of the healthy work over the last 50 periods",
+        k.target(),
+        100.0 * last
+    );
+}
