@@ -413,18 +413,13 @@ impl GlobalModerator {
         // devices would stay under the band without any of them, a relax step per period only
         // makes each packet wait out a delay that buys nothing (held-out gen-31-12: bursts held
         // for 10 ms, their delays relaxed over the next 160 ms at 0.4% of the target; p95
-        // 2.9x `none`).
-        // An unheld load's short step down was undone: it ran with nothing held back before
-        // the step, and does again now (not by relax steps: a bursty load's queues held at
-        // 100-180 us for three periods kept some of it for ten more; held-out gen-38-15, p95
-        // 6.5x `none`).
-        let release = self.knee.take_release();
-        let let_go = release
-            || relax
-                && !self.delay.is_empty()
-                && self
-                    .rate_let_go(knobs, &srcs, fixed_use)
-                    .is_some_and(|r| r < relax_below);
+        // 2.9x `none`). (An undone step of the knee search lets its delays go at the end of
+        // `update`, where the search decides it.)
+        let let_go = relax
+            && !self.delay.is_empty()
+            && self
+                .rate_let_go(knobs, &srcs, fixed_use)
+                .is_some_and(|r| r < relax_below);
         // A timer-bound drive whose step down fits the room under the aim gets it before a
         // NIC's relax steps do (see `NvmeGrid::step_waiting`); where it fits only with what
         // the NIC's queues delayed less than the drives' timer make beyond what they would
@@ -611,11 +606,13 @@ impl GlobalModerator {
         if let Some(n) = self.knee.take_note() {
             notes.push(n);
         }
-        // A release decided on this period's work goes in this period's plan: left to the
-        // next period's fast loop, the step's delays held the load one period more for
-        // nothing (held-out gen-207-46: an unheld bulk load asked a step down, 2-18 us on 12
-        // queues for three periods instead of two, in a 3 s run; p99 1.21x `none`). Queues
-        // on a CPU over its hardirq limit keep their caps.
+        // An unheld load's short step down was undone: it ran with nothing held back before
+        // the step, and does again now, not by relax steps (a bursty load's queues held at
+        // 100-180 us for three periods kept some of it for ten more; held-out gen-38-15, p95
+        // 6.5x `none`), and in this period's plan, not the next period's fast loop (the
+        // step's delays held the load one period more for nothing; held-out gen-207-46, 2-18
+        // us on 12 queues for three periods instead of two in a 3 s run, p99 1.21x `none`).
+        // Queues on a CPU over its hardirq limit keep their caps.
         if self.knee.take_release() {
             for s in &srcs {
                 let nic = matches!(knobs.get(&s.irq), Some(Knob::NicQueue { .. }));
