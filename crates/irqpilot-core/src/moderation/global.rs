@@ -15,7 +15,11 @@
 //!    `sum(min(r_s, f)) = budget` caps only sources above `f`; light ones keep their rate.
 //!    (This answers the GSIM reviewers' "this can starve out a particular CPU which handles the
 //!    bulk of interrupts": GSIM decides per CPU from its own share; water-filling decides per
-//!    source from everyone's.)
+//!    source from everyone's.) Except that drives whose reads wait ten aggregation timers or
+//!    more (deep queues: their reads lose a tenth of their time at most when their interrupt
+//!    waits the timer) are held first where the level would hold other sources, and those
+//!    others are spared, their delays relaxing, while the drives can carry the budget
+//!    (`share_budget` in `global/moderator.rs`).
 //! 2. **Delay from allowance, by feedback**, each NIC queue's delay times `r_s / allowance`,
 //!    bounded by a ceiling derived from the target: `active queues / target` (no queue needs
 //!    more to meet a reachable target), itself bounded by the latency ceiling `delay_us`. When

@@ -87,6 +87,13 @@ pub(super) fn nvme_inputs(
     nvme_in
 }
 
+/// An NVMe controller whose reads are in flight this many times the aggregation timer or
+/// longer pays at most a tenth of their time when its interrupts wait for the timer: such
+/// vectors are held before anything else ([`GlobalModerator::cheap_floors`]).
+const CHEAP_WAIT: f64 = 10.0;
+/// ... when holding them cuts their interrupts by a third at least.
+const CHEAP_CARRY: f64 = 1.5;
+
 /// A queue making `r` interrupts/s at delay `cur` (us) makes about this at delay `d` (the rate
 /// model `1 / (1/r0 + d)`, its natural gap inferred from the current one).
 pub(super) fn rate_at(r: f64, cur: f64, d: f64) -> f64 {
@@ -129,6 +136,73 @@ impl GlobalModerator {
             total += rate_at(s.rate, d, 0.0);
         }
         Some(total)
+    }
+
+    /// Per source, the rate it can be held to for next to nothing, where there is one: an NVMe
+    /// vector of a controller whose reads are in flight [`CHEAP_WAIT`] timer units or longer
+    /// (Little's law over `/proc/diskstats`: a saturated drive's deep queues) and whose
+    /// interrupts, at the one-unit timer and its threshold bound, would carry [`CHEAP_CARRY`]
+    /// completions or more. Its reads then wait a tenth of their time at most, and a drive
+    /// that is the bottleneck completes as many. Other sources, and vectors already at that
+    /// rate or under it, `None`.
+    pub(super) fn cheap_floors(
+        &self,
+        knobs: &BTreeMap<IrqNum, Knob>,
+        srcs: &[Src],
+        nvme_in: &BTreeMap<String, CtrlInput>,
+    ) -> Vec<Option<f64>> {
+        srcs.iter()
+            .map(|s| {
+                let Some(Knob::NvmeController { controller, .. }) = knobs.get(&s.irq) else {
+                    return None;
+                };
+                let c = nvme_in.get(controller)?;
+                let (w, q, wait) = (c.completions?, c.in_flight_per_vector?, c.wait_us?);
+                if wait < CHEAP_WAIT * NVME_TIMER_US || c.rate <= 0.0 || s.rate <= 0.0 {
+                    return None;
+                }
+                // This vector's completions: its share of the controller's interrupts.
+                let mine = w * s.rate / c.rate;
+                let t = f64::from(self.nvme.bound(c));
+                let carry = t.min(1.0 + mine * NVME_TIMER_US * 1e-6).min(q);
+                let floor = mine / carry.max(1.0);
+                (carry >= CHEAP_CARRY && floor < s.rate).then_some(floor)
+            })
+            .collect()
+    }
+
+    /// Whether the sources with a cheap floor, held there, leave the rest room in `budget` for
+    /// what it would make with every NIC delay let go (the rate model per delayed queue; a
+    /// queue its delay may be what spaces, [`UNHELD_SPACING`], counts at its rate now).
+    pub(super) fn spares(
+        &self,
+        knobs: &BTreeMap<IrqNum, Knob>,
+        srcs: &[Src],
+        floors: &[Option<f64>],
+        budget: f64,
+    ) -> bool {
+        if floors.iter().all(Option::is_none) {
+            return false;
+        }
+        let mut total = 0.0;
+        for (s, f) in srcs.iter().zip(floors) {
+            total += match (f, knobs.get(&s.irq)) {
+                (Some(f), _) => f.min(s.rate),
+                (None, Some(Knob::NicQueue { min_usecs, .. })) => {
+                    let d = self
+                        .delay
+                        .get(&s.irq)
+                        .map_or(0.0, |&d| programmed_usecs(d, *min_usecs) as f64);
+                    if d > 0.0 && s.rate > 0.0 && 1e6 / s.rate >= UNHELD_SPACING * d {
+                        rate_at(s.rate, d, 0.0)
+                    } else {
+                        s.rate
+                    }
+                }
+                (None, _) => s.rate,
+            };
+        }
+        total <= budget
     }
 
     /// What the NVMe controllers make at the least they can be held to: a controller at its
