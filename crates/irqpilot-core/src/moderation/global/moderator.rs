@@ -19,7 +19,7 @@ use crate::snapshot::RowLabel;
 use std::collections::{BTreeMap, HashMap};
 
 mod devices;
-use devices::{nvme_inputs, rate_at};
+use devices::{nvme_allowances, nvme_inputs, rate_at};
 
 /// The water level `f` with `sum(min(r, f)) == budget` over `rates` (all non-negative). Returns
 /// `None` when the sum is already within the budget.
@@ -54,7 +54,7 @@ pub fn water_level(rates: &[f64], budget: f64) -> Option<f64> {
 /// knee cost the NIC 63% of its work). `spare`: the cheap floors and the rest with its
 /// delays let go fit the budget ([`GlobalModerator::spares`]); then only the cheap sources
 /// are held (water-filled over what the rest makes now, none below its floor) and the rest
-/// is marked spared (its delays relax). Otherwise, where the level would hold some source
+/// is spared (the caller marks it: its delays relax). Otherwise, where the level would hold some source
 /// without a cheap floor, the cheap ones are held at their floors and the budget is
 /// water-filled over everything with them counted there.
 fn share_budget(
@@ -72,9 +72,6 @@ fn share_budget(
             .sum();
         let idx: Vec<usize> = (0..srcs.len()).filter(|&i| cheap(i).is_some()).collect();
         let cr: Vec<f64> = idx.iter().map(|&i| srcs[i].rate).collect();
-        for (i, s) in srcs.iter_mut().enumerate() {
-            s.spared = cheap(i).is_none();
-        }
         let g = water_level(&cr, (budget - rest).max(0.0))?;
         for &i in &idx {
             let a = g.max(cheap(i).unwrap_or(0.0));
@@ -418,17 +415,20 @@ impl GlobalModerator {
         let over =
             (device_total > target && confirmed) || (reaim && moderating && device_total > aim);
         let budget = (aim - fixed_use).max(0.0);
-        let floors = self.cheap_floors(knobs, &srcs, &nvme_inputs(knobs, &srcs, rates));
+        let mut nvme_in = nvme_inputs(knobs, &srcs, rates);
+        let floors = self.cheap_floors(knobs, &srcs, &nvme_in);
+        // Over the target or in its band: what cheap sources can carry, delays elsewhere
+        // need not.
         let spare = device_total >= relax_below && self.spares(knobs, &srcs, &floors, budget);
+        if spare {
+            for (s, f) in srcs.iter_mut().zip(&floors) {
+                s.spared = f.is_none();
+            }
+        }
         if over {
             notes.extend(share_budget(&mut srcs, &floors, budget, spare).map(|n| {
                 format!("device interrupts {device_total:.0}/s above target {target:.0}/s: {n}")
             }));
-        } else if spare {
-            // In the band: what cheap sources can carry, delays elsewhere need not.
-            for (s, f) in srcs.iter_mut().zip(&floors) {
-                s.spared = f.is_none();
-            }
         }
         // Drives with a cheap floor do not step down at the rest's expense (below: a drive's
         // step down first, or NIC queues back to the timer's delay to make room for one):
@@ -477,7 +477,7 @@ impl GlobalModerator {
             }
         }
         let relax = device_total < relax_below;
-        let nvme_in = nvme_inputs(knobs, &srcs, rates);
+        nvme_allowances(&mut nvme_in, knobs, &srcs);
         let nvme_least = self.nvme_least(&nvme_in);
         self.check_reachable(m, &srcs, nvme_least.0, fixed_use, target, &mut notes);
         let dev_ceiling = self.light_devices(knobs, &srcs, nvme_least, fixed_use, target, ceiling);

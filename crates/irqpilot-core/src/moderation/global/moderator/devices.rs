@@ -21,7 +21,8 @@ struct NicDevice {
     queues: Vec<(f64, f64)>,
 }
 
-/// Per NVMe controller: its vectors' rates and allowances, completions and reads in flight.
+/// Per NVMe controller: its vectors' rates, completions and reads in flight (allowances
+/// none yet: [`nvme_allowances`] adds them once the budgets are shared).
 pub(super) fn nvme_inputs(
     knobs: &BTreeMap<IrqNum, Knob>,
     srcs: &[Src],
@@ -42,23 +43,8 @@ pub(super) fn nvme_inputs(
                     wait_us: None,
                 });
             e.rate += s.rate;
-            if let Some(a) = s.allowance {
-                e.allowance = Some(e.allowance.unwrap_or(0.0) + a);
-            }
             if s.rate > 0.0 {
                 *nvme_active.entry(controller.clone()).or_default() += 1;
-            }
-        }
-    }
-    // Uncapped vectors of a capped controller keep their own rate as allowance.
-    for s in srcs {
-        if let (Some(Knob::NvmeController { controller, .. }), None) =
-            (knobs.get(&s.irq), s.allowance)
-        {
-            if let Some(e) = nvme_in.get_mut(controller) {
-                if let Some(a) = e.allowance.as_mut() {
-                    *a += s.rate;
-                }
             }
         }
     }
@@ -85,6 +71,35 @@ pub(super) fn nvme_inputs(
         }
     }
     nvme_in
+}
+
+/// Adds each controller's allowance: the sum of its vectors' allowances, where some vector
+/// has one (its uncapped vectors counted at their own rate).
+pub(super) fn nvme_allowances(
+    nvme_in: &mut BTreeMap<String, CtrlInput>,
+    knobs: &BTreeMap<IrqNum, Knob>,
+    srcs: &[Src],
+) {
+    for s in srcs {
+        if let (Some(Knob::NvmeController { controller, .. }), Some(a)) =
+            (knobs.get(&s.irq), s.allowance)
+        {
+            if let Some(e) = nvme_in.get_mut(controller) {
+                e.allowance = Some(e.allowance.unwrap_or(0.0) + a);
+            }
+        }
+    }
+    for s in srcs {
+        if let (Some(Knob::NvmeController { controller, .. }), None) =
+            (knobs.get(&s.irq), s.allowance)
+        {
+            if let Some(e) = nvme_in.get_mut(controller) {
+                if let Some(a) = e.allowance.as_mut() {
+                    *a += s.rate;
+                }
+            }
+        }
+    }
 }
 
 /// An NVMe controller whose reads are in flight this many times the aggregation timer or
