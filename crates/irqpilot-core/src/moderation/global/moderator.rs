@@ -524,6 +524,9 @@ impl GlobalModerator {
         // Whether every delayed NIC queue sits at its ceiling (and some is delayed), that
         // ceiling no shorter than the NVMe timer.
         let (mut nic_held, mut nic_delayed) = (true, false);
+        // Whether some NIC queue's delay moved this period (a loop that moves nothing under
+        // its band sits on the grid point above it: settled, see `Observation::settled`).
+        let mut nic_moved = false;
         for s in &srcs {
             if let Some(Knob::NicQueue {
                 device, min_usecs, ..
@@ -599,6 +602,7 @@ impl GlobalModerator {
                     nic_capped = true;
                     nic_at_limit &= next >= ceiling * 0.99;
                 }
+                nic_moved |= (next - cur).abs() > 1e-9;
                 // A let-go is no step on the grid: a load that comes back is a new one, not a
                 // sign that the step went too far.
                 if !capped && !let_go && prog(next) < prog(cur) {
@@ -640,7 +644,11 @@ impl GlobalModerator {
         notes.extend(self.nvme.update(&inputs, device_total, aim, relax, raised));
 
         // What the devices completed, for the knee search.
-        let held = !self.delay.is_empty() || self.nvme.thresholds().any(|(_, t)| t > 1);
+        let nvme_held = self.nvme.thresholds().any(|(_, t)| t > 1);
+        let held = !self.delay.is_empty() || nvme_held;
+        // Only NIC queues hold and none moved: the loop sits on its grid (NVMe thresholds
+        // relax on their own cadence, so a still one is no sign of a held loop).
+        let grid_held = !nic_moved && !nvme_held;
         // The mean gap between interrupts of a busy NIC queue: what one step down would cost
         // each of its requests (a quarter of it for a 25% step).
         let (busy, busy_rate) = srcs
@@ -666,8 +674,13 @@ impl GlobalModerator {
             rate: device_total,
             raw_rate: raw_total,
             natural: self.natural,
+            // Under the band with NIC queues held, a loop that moved nothing is held by its
+            // grid (the next point down overshoots the band: a queue's floor, or whole
+            // microseconds): it will not get nearer (held-out gen-82-47: 4 queues at 2 us,
+            // 0.75 M/s under a band from 0.81 M/s, waited out `SETTLE_MAX` each step of a
+            // descent past a 0.70 M/s knee).
             settled: device_total <= target.max(least) * 1.02
-                && (device_total >= relax_below * 0.98 || !held),
+                && (device_total >= relax_below * 0.98 || !held || grid_held),
             least,
             at_limit: (nic_capped || self.nvme.at_limit)
                 && nic_at_limit
