@@ -1137,13 +1137,8 @@ fn drives_with_deep_queues_are_held_before_request_response_queues() {
 /// One period of request/response traffic on the NIC queues of `m` as programmed: each queue
 /// makes `1 / (1/natural + rx_usecs)` interrupts/s (the device's grid is whole
 /// microseconds); past `knee` the platform completes `knee / rate` of `capacity`
-/// transactions/s. Returns the rates and the transactions done.
-fn programmed_rates(
-    m: &Machine,
-    n: u32,
-    natural: f64,
-    (knee, capacity): (f64, f64),
-) -> (Rates, f64) {
+/// transactions/s.
+fn programmed_rates(m: &Machine, n: u32, natural: f64, (knee, capacity): (f64, f64)) -> Rates {
     let mut r = rates(n, 0.0, None);
     let mut total = 0.0;
     for row in &mut r.rows {
@@ -1171,7 +1166,7 @@ fn programmed_rates(
         tx_bytes_per_sec: 150.0 * done,
         tx_packets_per_sec: done,
     }];
-    (r, done)
+    r
 }
 
 /// Runs request/response traffic of `n` queues at `natural` interrupts/s each, on a device
@@ -1186,7 +1181,7 @@ fn on_the_grid(n: u32, natural: f64, knee: f64) -> (Option<u64>, Vec<u64>) {
     let (mut first, mut moved) = (None, Vec::new());
     let mut target = g.target_per_sec();
     for p in 1..100 {
-        let (r, _) = programmed_rates(&m, n, natural, (knee, knee * 1.2));
+        let r = programmed_rates(&m, n, natural, (knee, knee * 1.2));
         let plan = decide(&mut g, &m, &r, p);
         apply(&mut m, &plan);
         if first.is_none() && !g.delays().is_empty() {
