@@ -222,49 +222,35 @@ fn a_threshold_past_the_reads_in_flight_is_kept_when_it_buys_completions() {
     // rise a little (0.5 per grid point, never enough for the bound). The bound alone kept
     // the threshold at 1 for ever (3 M interrupts/s against a 1.2 M/s target); one grid
     // point past it at a time, the controller reaches its allowance.
-    let mut g = NvmeGrid::default();
     let target = 1.2e6;
-    let aim = 0.95 * target;
-    for _ in 0..100 {
-        let t = g.threshold("nvme0") as f64;
-        let work = 6e6 / (1.0 + 1.0 / t);
-        let rate = work / t;
-        let q = 2.0 + 0.5 * (t - 1.0);
-        let allowance = (rate > target).then_some(aim);
-        g.update(
-            &[ctrl("nvme0", rate, allowance, work, q)],
-            rate,
-            aim,
-            rate < 0.9 * target,
-            false,
-        );
-    }
-    let t = g.threshold("nvme0") as f64;
+    let t = f64::from(drive_one(
+        100,
+        |_| target,
+        |t| 2.0 + 0.5 * (t - 1.0),
+        |_, t| 6e6 / (1.0 + 1.0 / f64::from(t)),
+    ));
     let rate = 6e6 / (1.0 + 1.0 / t) / t;
     assert!(rate <= target, "threshold {t}: {rate:.0}/s");
 }
 
-/// One controller of a CPU-bound host (the first test's plant: `6 M / (1 + 1/t)` reads/s, 3
-/// reads in flight per vector and `more` reads more per grid point: bound 2), each period's
-/// work scaled by `1 + noise` and `1 - noise` in turn (from period `phase`), held to a 2.5 M/s
-/// target for 10 periods (threshold 2, within its bound: the steps past it are judged on a
-/// measured history) and to 0.65 M/s for 190 more; each grid point buys `gain(t)` more than
-/// the plant's (1 for its own). Returns the last threshold.
-fn cpu_bound_drive(noise: f64, phase: u32, more: f64, gain: impl Fn(u16) -> f64) -> u16 {
+/// One controller over `periods` periods: held to `target(period)`, `q(t)` reads in flight per
+/// vector and `work(period, t)` completions/s at threshold `t`, one interrupt per threshold's
+/// worth. Returns the last threshold.
+fn drive_one(
+    periods: u32,
+    target: impl Fn(u32) -> f64,
+    q: impl Fn(f64) -> f64,
+    work: impl Fn(u32, u16) -> f64,
+) -> u16 {
     let mut g = NvmeGrid::default();
-    for period in 0..200 {
-        let target = if period < 10 { 2.5e6 } else { 0.65e6 };
+    for period in 0..periods {
+        let (target, t) = (target(period), g.threshold("nvme0"));
         let aim = 0.95 * target;
-        let t = g.threshold("nvme0");
-        let tf = f64::from(t);
-        let up = (period + phase) % 2 == 0;
-        let swing = if up { 1.0 + noise } else { 1.0 - noise };
-        let work = 6e6 / (1.0 + 1.0 / tf) * gain(t) * swing;
-        let rate = work / tf;
-        let q = 3.0 + more * (tf - 1.0);
+        let w = work(period, t);
+        let rate = w / f64::from(t);
         let allowance = (rate > target).then_some(aim);
         g.update(
-            &[ctrl("nvme0", rate, allowance, work, q)],
+            &[ctrl("nvme0", rate, allowance, w, q(f64::from(t)))],
             rate,
             aim,
             rate < 0.9 * target,
@@ -274,24 +260,39 @@ fn cpu_bound_drive(noise: f64, phase: u32, more: f64, gain: impl Fn(u16) -> f64)
     g.threshold("nvme0")
 }
 
+/// One controller of a CPU-bound host (the first test's plant: `6 M / (1 + 1/t)` reads/s, 3
+/// reads in flight per vector and `more` reads more per grid point: bound 2), each period's
+/// work scaled by `swing(period)`, held to a 2.5 M/s target for 10 periods (threshold 2,
+/// within its bound: the steps past it are judged on a measured history) and to 0.65 M/s for
+/// 190 more; each grid point buys `gain(t)` more than the plant's (1 for its own). Returns
+/// the last threshold.
+fn cpu_bound_drive(swing: impl Fn(u32) -> f64, more: f64, gain: impl Fn(u16) -> f64) -> u16 {
+    drive_one(
+        200,
+        |p| if p < 10 { 2.5e6 } else { 0.65e6 },
+        |t| 3.0 + more * (t - 1.0),
+        |p, t| 6e6 / (1.0 + 1.0 / f64::from(t)) * gain(t) * swing(p),
+    )
+}
+
 #[test]
 fn steps_past_the_bound_that_buy_less_each_go_on_while_their_gain_is_past_the_noise() {
     // From 6 to 9 each grid point buys 2.0%, 1.6% and 1.25%: under the 3% bar, which
     // stopped the steps at 6 (0.86 M/s against a 0.65 M/s target; held-out gen-42-18: 104
     // CPU-bound vectors at 2.9 M/s and 0.97 of GSIM's reads). The plant does not swing: a
     // step's gain is measured past its noise, and the steps go on to 9 (0.60 M/s).
-    assert!(cpu_bound_drive(0.0, 0, 0.5, |_| 1.0) >= 9);
+    assert!(cpu_bound_drive(|_| 1.0, 0.5, |_| 1.0) >= 9);
 }
 
 #[test]
 fn a_step_past_the_bound_is_not_kept_on_a_gain_inside_its_noise() {
     // A closed loop of 3 reads per vector whose work swings 1.4% either way each period; the
-    // steps buy nothing past 2: the
-    // dwell's last periods against a trough before the step read as up to +1.9%, so the
-    // bar is the swing's (a fixed 1% kept such steps), whichever period of the swing the
-    // step starts in.
+    // steps buy nothing past 2: the dwell's last periods against a trough before the step
+    // read as up to +1.9%, so the bar is the swing's (a fixed 1% kept such steps), whichever
+    // period of the swing the step starts in.
     for phase in 0..2 {
-        let t = cpu_bound_drive(0.014, phase, 0.0, |t| (1.0 + 1.0 / f64::from(t)) / 2.0);
+        let swing = |p: u32| if (p + phase) % 2 == 0 { 1.014 } else { 0.986 };
+        let t = cpu_bound_drive(swing, 0.0, |t| (1.0 + 1.0 / f64::from(t)) / 2.0);
         assert_eq!(t, 2, "phase {phase}");
     }
 }
@@ -304,29 +305,12 @@ fn a_step_judged_on_a_baseline_still_moving_is_asked_once_more() {
     // 2.0% comes back under it. Marked as buying nothing, the controller stayed at 6 (0.86
     // M/s against a 0.65 M/s target) for good; asked once more from a baseline at the bound,
     // the step is kept and the steps reach 9 (0.60 M/s).
-    let mut g = NvmeGrid::default();
-    for period in 0..300 {
-        let target = if period < 10 { 2.5e6 } else { 0.65e6 };
-        let aim = 0.95 * target;
-        let tf = f64::from(g.threshold("nvme0"));
-        let swing = match period {
-            28..36 if period % 2 == 0 => 1.008,
-            28..36 => 0.992,
-            _ => 1.0,
-        };
-        let work = 6e6 / (1.0 + 1.0 / tf) * swing;
-        let rate = work / tf;
-        let q = 3.0 + 0.5 * (tf - 1.0);
-        let allowance = (rate > target).then_some(aim);
-        g.update(
-            &[ctrl("nvme0", rate, allowance, work, q)],
-            rate,
-            aim,
-            rate < 0.9 * target,
-            false,
-        );
-    }
-    let t = g.threshold("nvme0");
+    let swing = |p: u32| match p {
+        28..36 if p % 2 == 0 => 1.008,
+        28..36 => 0.992,
+        _ => 1.0,
+    };
+    let t = cpu_bound_drive(swing, 0.5, |_| 1.0);
     assert!(t >= 9, "threshold {t}");
 }
 
