@@ -205,9 +205,8 @@ struct Ctrl {
     /// Its completions/s over the last [`JUDGED`] periods.
     recent: VecDeque<f64>,
     /// A step past its bound came back unclear (see [`NvmeGrid::update`]): it is asked once
-    /// more, not before period `retry_at`.
-    retried: bool,
-    retry_at: u64,
+    /// more, not before this period.
+    retry: Option<u64>,
     /// The largest threshold its interrupts were measured to fill (carrying at least
     /// [`TIMER_CUT_FILL`] of it: reached, not cut short by the timer) at this load, and its
     /// completions then: a bound that holds while that stays true (see [`NvmeGrid::bound`]).
@@ -285,8 +284,7 @@ impl Default for Ctrl {
             filled: 0,
             filled_work: 0.0,
             recent: VecDeque::new(),
-            retried: false,
-            retry_at: 0,
+            retry: None,
         }
     }
 }
@@ -703,6 +701,7 @@ impl NvmeGrid {
                         (Z * e0.hypot(e1)).clamp(MIN_EFFECT, PAST_GAIN),
                     ),
                     _ if w0 > 0.0 => (w / w0 - 1.0, PAST_GAIN),
+                    // Nothing completed before the step: whatever it does now is no loss.
                     _ => (0.0, 0.0),
                 };
                 // A gain past the least effect that the spread before the step kept under its
@@ -711,19 +710,18 @@ impl NvmeGrid {
                 // from a baseline of `JUDGED` periods there (held-out gen-42-18: steps buying
                 // 2.2-2.7% were marked as buying nothing at a baseline spread by the step
                 // before).
-                let unclear = gain >= MIN_EFFECT && gain < bar && !s.retried;
+                let unclear = gain >= MIN_EFFECT && gain < bar && s.retry.is_none();
                 if gain >= bar || (beside > 0.0 && own + beside >= PAST_GAIN) || for_nic {
                     s.extra = s.t.saturating_sub(tmax);
                     s.extra_work = w;
                     s.extra_t = s.t;
-                    s.retried = false;
+                    s.retry = None;
                 } else if unclear {
-                    s.retried = true;
+                    s.retry = Some(period + JUDGED as u64);
                     s.t = s.t.min(s.bound(tmax));
                     s.last_change = period;
-                    s.retry_at = period + JUDGED as u64;
                 } else {
-                    s.retried = false;
+                    s.retry = None;
                     self.past_failed.insert(c.name.clone(), Failed::at(w0));
                     if held {
                         failed_at.push(s.extra);
@@ -771,7 +769,11 @@ impl NvmeGrid {
                     && c.completions.is_some()
                     && !self.past_failed.contains_key(&c.name)
                     && !unjudged.contains(&c.name)
-                    && self.ctrls.get(&c.name).is_none_or(|s| period >= s.retry_at)
+                    && self
+                        .ctrls
+                        .get(&c.name)
+                        .and_then(|s| s.retry)
+                        .is_none_or(|at| period >= at)
                     && p.t >= self.bound(c)
                     && p.need() > f64::from(self.bound(c))
             })
