@@ -682,21 +682,9 @@ fn a_step_down_starts_from_a_rate_held_under_the_band_of_its_target() {
     let natural = 10_000_000.0;
     let held = 9_000_000.0;
     let work = |r: f64| 1e10 * (r / 4e6).min(1.0) * (1.0 - 0.4 * ((r - 4e6) / 3e6).clamp(0.0, 1.0));
-    let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
-    for i in 0..300u32 {
-        let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
-        let obs = if i == 0 {
-            Observation {
-                unheld: true,
-                ..period(work(natural) * noise, natural, natural, true)
-            }
-        } else {
-            let rate = (0.95 * k.target()).min(held);
-            period(work(rate) * noise, rate, natural, true)
-        };
-        k.observe(&obs);
-    }
-    let rate = (0.95 * k.target()).min(held);
+    let hold = |t: f64| (0.95 * t).min(held);
+    let k = held_after_arrival((work(natural), natural), &work, natural, &hold);
+    let rate = hold(k.target());
     assert!(
         work(rate) >= 0.95 * work(4e6),
         "parked at {:.0}/s, the rate at {rate:.0}/s: {:.1}% of the best work",
@@ -1617,21 +1605,34 @@ fn grown_steps_still_end_under_any_knee() {
 /// first period did 10% more than `work` there: a platform's collapse had not yet built up)
 /// and binds up to `natural`; returns the target after 3 s.
 fn after_arrival(work: &dyn Fn(f64) -> f64, arrival: f64, natural: f64) -> f64 {
+    let first = (1.1 * work(arrival), arrival);
+    held_after_arrival(first, work, natural, &|t| t.min(natural)).target()
+}
+
+/// Runs the search from the 1 M/s start for 3 s over a load that arrived unheld doing
+/// `first` (work, rate) and then binds, its rate `held(target)` under a target, its own rate
+/// `natural`; returns the finder.
+fn held_after_arrival(
+    first: (f64, f64),
+    work: &dyn Fn(f64) -> f64,
+    natural: f64,
+    held: &dyn Fn(f64) -> f64,
+) -> KneeFinder {
     let mut k = KneeFinder::new(1_000_000.0, 100_000.0, true);
     for i in 0..300u32 {
         let noise = 1.0 + 0.002 * f64::from(i % 7) - 0.006;
         let obs = if i == 0 {
             Observation {
                 unheld: true,
-                ..period(1.1 * work(arrival) * noise, arrival, arrival, true)
+                ..period(first.0 * noise, first.1, first.1, true)
             }
         } else {
-            let rate = k.target().min(natural);
+            let rate = held(k.target());
             period(work(rate) * noise, rate, natural, true)
         };
         k.observe(&obs);
     }
-    k.target()
+    k
 }
 
 #[test]
