@@ -716,15 +716,15 @@ impl NvmeGrid {
                     s.extra_work = w;
                     s.extra_t = s.t;
                     s.retry = None;
-                } else if unclear {
-                    s.retry = Some(period + JUDGED as u64);
-                    s.t = s.t.min(s.bound(tmax));
-                    s.last_change = period;
                 } else {
-                    s.retry = None;
-                    self.past_failed.insert(c.name.clone(), Failed::at(w0));
-                    if held {
-                        failed_at.push(s.extra);
+                    if unclear {
+                        s.retry = Some(period + JUDGED as u64);
+                    } else {
+                        s.retry = None;
+                        self.past_failed.insert(c.name.clone(), Failed::at(w0));
+                        if held {
+                            failed_at.push(s.extra);
+                        }
                     }
                     s.t = s.t.min(s.bound(tmax));
                     s.last_change = period;
