@@ -2441,7 +2441,20 @@ impl KneeFinder {
                 // An unheld load asked whether fewer interrupts buy it completions: they do
                 // not, and the target it ran under stands; the load runs unheld again at once.
                 let asked = self.unbound_from.take();
-                self.target = asked.unwrap_or(stands);
+                // Back over the load's own rate by `LET_GO_CLEAR`, as a climb's let-go is: a
+                // target inside that rate's noise holds the backlog the step left (it drains
+                // over the load's own rate) at the smallest delays, and the band then keeps
+                // them.
+                self.target = match asked {
+                    Some(a) => {
+                        let own = probe.max_rate.max(p.base.max_rate).max(self.natural_peak);
+                        (own * (1.0 + LET_GO_CLEAR))
+                            .min(MAX_TARGET)
+                            .min(self.too_high * MARGIN)
+                            .max(a)
+                    }
+                    None => stands,
+                };
                 // Back at a target over the load's own rate, nothing binds: the step's delays
                 // go at once, not by relax steps (held-out gen-67-32, request/response beside
                 // drives at medium load: a kept jump's step below, undone, left 38-68 us on

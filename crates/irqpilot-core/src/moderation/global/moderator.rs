@@ -16,8 +16,10 @@ use crate::plan::{Action, ApplyError, ApplyReport, CoalesceParams, Plan};
 use crate::policy::{Policy, PolicyInput};
 use crate::rates::Rates;
 use crate::snapshot::RowLabel;
+use band::BandLetGo;
 use std::collections::{BTreeMap, HashMap};
 
+mod band;
 mod devices;
 use devices::{nvme_allowances, nvme_inputs, rate_at};
 
@@ -201,6 +203,9 @@ pub struct GlobalModerator {
     relaxed: BTreeMap<IrqNum, (u64, u32, u32)>,
     /// The device interrupt rate last seen with nothing held back.
     natural: f64,
+    /// The load's own rate, and the let-go of delays the band holds that the target does not
+    /// need.
+    band: BandLetGo,
     /// Per NIC queue: the least programmed delay found to hold the target (a step below it
     /// went over), when that was found, and the interface's packets/s then. Whole
     /// microseconds are a coarse grid at small delays (2 -> 3 us is a third fewer
@@ -246,6 +251,7 @@ impl GlobalModerator {
             unreachable: None,
             period: 0,
             natural: 0.0,
+            band: BandLetGo::default(),
             relaxed: BTreeMap::new(),
             floor: BTreeMap::new(),
             pending: BTreeMap::new(),
@@ -494,6 +500,33 @@ impl GlobalModerator {
             && self
                 .rate_let_go(knobs, &srcs, fixed_use)
                 .is_some_and(|r| r < relax_below);
+        // Inside the band, delays the target does not need (see `band`); not while the knee
+        // search measures, whose steps and settling decide their own delays.
+        let band_period = band::Period {
+            index: period,
+            moderating,
+            total: device_total,
+            counted: raw_total,
+            target,
+            over,
+            band: h,
+        };
+        self.band.observe(&band_period);
+        let band_go = !let_go
+            && !self.knee.searching()
+            && self.band.let_go(&band_period, !self.delay.is_empty());
+        if band_go {
+            notes.push(format!(
+                "delays let go: the load's own rate {:.0}/s is under the target {target:.0}/s",
+                self.band.own()
+            ));
+        }
+        if let Some(t) = self.band.take_failed() {
+            notes.push(format!(
+                "a let-go at target {t:.0}/s went over it: delays held there until the load is seen unheld again"
+            ));
+        }
+        let let_go = let_go || band_go;
         // A timer-bound drive whose step down fits the room under the aim gets it before a
         // NIC's relax steps do (see `NvmeGrid::step_waiting`); where it fits only with what
         // the NIC's queues delayed less than the drives' timer make beyond what they would
