@@ -1233,29 +1233,18 @@ fn a_descent_held_by_the_grid_steps_on_without_waiting() {
 /// with the queues at 4 us, and hold them there.
 #[test]
 fn delays_a_transient_set_go_where_the_load_s_own_rate_is_under_the_target() {
-    let n = 64;
-    let mut m = queues(n, static_knob);
-    let mut g = GlobalModerator::new(GlobalModerationConfig {
-        knee_search: false,
-        ..Default::default()
-    });
-    let (first, _) = first_settings(&mut g, &m);
-    apply(&mut m, &first);
-    let mut r = rates(n, 0.0, None);
-    let mut held = Vec::new();
-    for p in 1..=60u64 {
-        let per_queue = if (10..12).contains(&p) {
+    let run = fixed_target_run(60, |p| {
+        if (10..12).contains(&p) {
             19_500.0
         } else {
             14_850.0
-        };
-        let total = delayed_queue_rates(&g, &mut r, per_queue);
-        let plan = decide(&mut g, &m, &r, p);
-        apply(&mut m, &plan);
-        if !g.delays().is_empty() {
-            held.push((p, total.round()));
         }
-    }
+    });
+    let held: Vec<(u64, f64)> = run
+        .iter()
+        .filter(|p| p.held)
+        .map(|p| (p.index, p.counted.round()))
+        .collect();
     assert!(
         held.first().is_some_and(|h| h.0 == 10),
         "the surge was not held: {held:?}"
@@ -1269,11 +1258,19 @@ fn delays_a_transient_set_go_where_the_load_s_own_rate_is_under_the_target() {
     );
 }
 
-/// The load's own rate can grow while it is held, and the rate last seen unheld is then
-/// stale: a let-go it allows goes over the target, is caught the period after, and is not
-/// tried again at that target (no cycle between held and let go).
-#[test]
-fn a_let_go_that_goes_over_the_target_is_not_repeated() {
+/// One period of [`fixed_target_run`].
+struct FixedPeriod {
+    index: u64,
+    /// The rate counted under the delays in force.
+    counted: f64,
+    /// Some queue is delayed after the period's plan.
+    held: bool,
+    notes: Vec<String>,
+}
+
+/// 64 queues under a fixed 1 M/s target (no knee search) for `periods` periods, each queue's
+/// own rate `per_queue(period)` and its rate under a delay [`delayed_queue_rates`]'.
+fn fixed_target_run(periods: u64, per_queue: impl Fn(u64) -> f64) -> Vec<FixedPeriod> {
     let n = 64;
     let mut m = queues(n, static_knob);
     let mut g = GlobalModerator::new(GlobalModerationConfig {
@@ -1283,21 +1280,45 @@ fn a_let_go_that_goes_over_the_target_is_not_repeated() {
     let (first, _) = first_settings(&mut g, &m);
     apply(&mut m, &first);
     let mut r = rates(n, 0.0, None);
-    let mut flips = 0;
-    let mut was_held = false;
-    for p in 1..=100u64 {
-        // 0.95 M/s of its own for ten periods, then 1.05 M/s.
-        let per_queue = if p < 10 { 14_850.0 } else { 16_400.0 };
-        delayed_queue_rates(&g, &mut r, per_queue);
-        let plan = decide(&mut g, &m, &r, p);
-        apply(&mut m, &plan);
-        let held = !g.delays().is_empty();
-        if held != was_held {
-            flips += 1;
-        }
-        was_held = held;
-    }
-    assert!(was_held, "a load over the target was left unheld");
+    (1..=periods)
+        .map(|p| {
+            let counted = delayed_queue_rates(&g, &mut r, per_queue(p));
+            let plan = decide(&mut g, &m, &r, p);
+            apply(&mut m, &plan);
+            FixedPeriod {
+                index: p,
+                counted,
+                held: !g.delays().is_empty(),
+                notes: plan.notes,
+            }
+        })
+        .collect()
+}
+
+/// The load's own rate can grow while it is held, and the rate last seen unheld is then
+/// stale: a let-go it allows goes over the target, is caught the period after, and is not
+/// tried again until the load is counted unheld (no cycle between held and let go).
+#[test]
+fn a_let_go_that_goes_over_the_target_is_not_repeated() {
+    // 0.95 M/s of its own, 1.25 M/s for two periods, then 1.05 M/s: it grew while held.
+    let run = fixed_target_run(100, |p| match p {
+        ..=9 => 14_850.0,
+        10..=11 => 19_500.0,
+        _ => 16_400.0,
+    });
+    let said = |what: &str| {
+        run.iter()
+            .flat_map(|p| &p.notes)
+            .filter(|n| n.contains(what))
+            .count()
+    };
+    assert_eq!(said("delays let go"), 1, "let go more than once");
+    assert_eq!(said("went over it"), 1, "the let-go's failure was not seen");
+    let flips = run.windows(2).filter(|w| w[0].held != w[1].held).count();
+    assert!(
+        run.last().is_some_and(|p| p.held),
+        "a load over the target was left unheld"
+    );
     // Caught, let go once, caught again.
     assert!(
         flips <= 3,
@@ -1312,33 +1333,19 @@ fn a_let_go_that_goes_over_the_target_is_not_repeated() {
 /// held at more than a band over the rate it was counted at has grown since: its delays stay.
 #[test]
 fn a_burst_held_in_the_band_is_not_let_go_on_the_idle_rate_before_it() {
-    let n = 64;
-    let mut m = queues(n, static_knob);
-    let mut g = GlobalModerator::new(GlobalModerationConfig {
-        knee_search: false,
-        ..Default::default()
+    // Idle for 20 periods, then 3 M/s of its own, arriving over one period at 0.6 M/s (over
+    // half the target: the next period's rate is held at once, and the rate last counted
+    // unheld stays a fraction of the load's).
+    let run = fixed_target_run(80, |p| match p {
+        ..=20 => 90.0,
+        21 => 9_400.0,
+        _ => 47_000.0,
     });
-    let (first, _) = first_settings(&mut g, &m);
-    apply(&mut m, &first);
-    let mut r = rates(n, 0.0, None);
-    for p in 1..=80u64 {
-        // Idle for 20 periods, then 3 M/s of its own, arriving over one period at 0.6 M/s
-        // (over half the target: the next period's rate is held at once, and the rate last
-        // counted unheld stays a fraction of the load's).
-        let per_queue = match p {
-            ..=20 => 90.0,
-            21 => 9_400.0,
-            _ => 47_000.0,
-        };
-        delayed_queue_rates(&g, &mut r, per_queue);
-        let plan = decide(&mut g, &m, &r, p);
-        apply(&mut m, &plan);
-        if p > 21 {
-            assert!(
-                !g.delays().is_empty(),
-                "period {p}: the burst was let go: {:?}",
-                plan.notes
-            );
-        }
+    for p in run.iter().filter(|p| p.index > 21) {
+        assert!(
+            p.held,
+            "period {}: the burst was let go: {:?}",
+            p.index, p.notes
+        );
     }
 }
