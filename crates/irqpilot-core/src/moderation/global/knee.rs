@@ -1197,6 +1197,14 @@ impl KneeFinder {
         self.too_high = self.too_high.min(rate);
     }
 
+    /// A target that lets go of a load whose own rate peaks at `own`: over it by
+    /// `LET_GO_CLEAR`, never past `MAX_TARGET` or the margin under a rate found too high.
+    fn clear_of(&self, own: f64) -> f64 {
+        (own * (1.0 + LET_GO_CLEAR))
+            .min(MAX_TARGET)
+            .min(self.too_high * MARGIN)
+    }
+
     /// After a runaway from `r0` to `rate` interrupts/s: `rate` is too high, and the target
     /// goes back to just above `r0` (where the work was good), under `rate` by the margin.
     fn back_under_runaway(&mut self, r0: f64, rate: f64) {
@@ -2288,10 +2296,7 @@ impl KneeFinder {
                     // coarse grid cuts far more than the peak (2 us on a queue whose packets
                     // come 2 us apart halves its rate), and the rate swings.
                     let own = probe.max_rate.max(p.base.max_rate).max(self.natural_peak);
-                    let clear = (own * (1.0 + LET_GO_CLEAR))
-                        .min(MAX_TARGET)
-                        .min(self.too_high * MARGIN);
-                    self.target = self.target.max(clear);
+                    self.target = self.target.max(self.clear_of(own));
                     self.proven = self.proven.max(self.target);
                     // A climb that never held the load back by a step (its own rate within
                     // one of where the climb began) tested no ground below its start: steps
@@ -2448,10 +2453,7 @@ impl KneeFinder {
                 self.target = match asked {
                     Some(a) => {
                         let own = probe.max_rate.max(p.base.max_rate).max(self.natural_peak);
-                        (own * (1.0 + LET_GO_CLEAR))
-                            .min(MAX_TARGET)
-                            .min(self.too_high * MARGIN)
-                            .max(a)
+                        self.clear_of(own).max(a)
                     }
                     None => stands,
                 };

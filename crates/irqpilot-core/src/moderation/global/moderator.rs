@@ -511,7 +511,7 @@ impl GlobalModerator {
             over,
             band: h,
         };
-        self.band.observe(&band_period);
+        let band_failed = self.band.observe(&band_period);
         let band_go = !let_go
             && !self.knee.searching()
             && self.band.let_go(&band_period, !self.delay.is_empty());
@@ -521,7 +521,7 @@ impl GlobalModerator {
                 self.band.own()
             ));
         }
-        if let Some(t) = self.band.take_failed() {
+        if let Some(t) = band_failed {
             notes.push(format!(
                 "a let-go at target {t:.0}/s went over it: delays held there until the load is seen unheld again"
             ));

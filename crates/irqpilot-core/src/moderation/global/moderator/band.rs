@@ -28,7 +28,8 @@ pub(super) struct Period {
 pub(super) struct BandLetGo {
     /// The load's own rate: the lesser of the last two periods counted unheld in a row (not
     /// the period right after a release, where a backlog drains over it; not a single
-    /// period's peak).
+    /// period's peak). The moderator's `natural`, any period counted unheld, is what the knee
+    /// search reads; a let-go judged on it would take a drain for the load.
     own: f64,
     /// The previous period's rate, where it was counted unheld.
     last_unheld: Option<f64>,
@@ -38,8 +39,6 @@ pub(super) struct BandLetGo {
     /// A let-go went over the target within two periods (the load's own rate had grown since
     /// it was counted): none again until the load is counted unheld again.
     failed: bool,
-    /// Said once.
-    failed_note: Option<f64>,
 }
 
 impl BandLetGo {
@@ -48,14 +47,10 @@ impl BandLetGo {
         self.own
     }
 
-    /// A target at which a let-go went over, once.
-    pub(super) fn take_failed(&mut self) -> Option<f64> {
-        self.failed_note.take()
-    }
-
     /// Counts a period: the load's own rate where it ran unheld, and whether the last let-go
-    /// went over the target. Every period, whether or not a let-go may be asked.
-    pub(super) fn observe(&mut self, p: &Period) {
+    /// went over the target (then returns the target it was let go at). Every period,
+    /// whether or not a let-go may be asked.
+    pub(super) fn observe(&mut self, p: &Period) -> Option<f64> {
         if !p.moderating && !self.was_moderating {
             self.own = self.last_unheld.map_or(p.total, |l| l.min(p.total));
             self.last_unheld = Some(p.total);
@@ -64,15 +59,16 @@ impl BandLetGo {
             self.last_unheld = None;
         }
         self.was_moderating = p.moderating;
-        if let Some((at, t)) = self.released {
-            if p.over && p.index - at <= 2 {
-                self.failed = true;
-                self.failed_note = Some(t);
-                self.released = None;
-            } else if p.index - at > 2 {
-                self.released = None;
-            }
+        let (at, t) = self.released?;
+        if p.over && p.index - at <= 2 {
+            self.failed = true;
+            self.released = None;
+            return Some(t);
         }
+        if p.index - at > 2 {
+            self.released = None;
+        }
+        None
     }
 
     /// Whether every delay goes this period: some are held, the loop does not hold the load
@@ -80,8 +76,8 @@ impl BandLetGo {
     /// own rate (the delays hold back less than a band's worth, so no backlog of a load held
     /// far under its own rate; and no more than a band over it, so the load has not grown
     /// since: a burst after idle is not judged by the idle rate) and under the target, and
-    /// the load's own rate is under the target.
-    /// Asked after [`BandLetGo::observe`] of the same period.
+    /// the load's own rate is under the target. Asked after [`BandLetGo::observe`] of the
+    /// same period.
     pub(super) fn let_go(&mut self, p: &Period, delayed: bool) -> bool {
         let go = delayed
             && !p.over
